@@ -1,0 +1,1 @@
+"""Agents: each a small typed function/class (typed input -> typed output). No LangGraph here."""

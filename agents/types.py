@@ -1,0 +1,154 @@
+"""Typed records shared by the agents (pydantic v2)."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Category = Literal["symptom", "disease", "drug", "test", "anatomy", "demographic"]
+SourceRole = Literal["G", "B", "O"]
+Verdict = Literal["SUPPORTED", "CONTRADICTED", "INSUFFICIENT"]
+
+
+class Entity(BaseModel):
+    """A medical entity mentioned in the presentation (paper Eq. 1: (e_i, c_i))."""
+
+    text: str
+    category: Category
+    start: int = -1
+    end: int = -1
+    concept_id: str | None = None      # KG concept id (DOID:…, SYMP:…, HP:…, DB…, UBERON:…)
+    concept_name: str | None = None
+    link_score: float = 0.0
+    negated: bool = False
+    historical: bool = False
+    family: bool = False
+    hypothetical: bool = False
+    section: str | None = None
+    origin: Literal["rules", "llm", "both"] = "rules"
+
+    @property
+    def positive(self) -> bool:
+        return not (self.negated or self.family or self.hypothetical)
+
+
+class Duration(BaseModel):
+    text: str
+    days: float
+
+
+class Extraction(BaseModel):
+    """MEE output."""
+
+    entities: list[Entity] = Field(default_factory=list)
+    age_years: float | None = None
+    sex: Literal["female", "male"] | None = None
+    durations: list[Duration] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def positive(self) -> list[Entity]:
+        return [e for e in self.entities if e.positive and e.category != "demographic"]
+
+    def negated(self) -> list[Entity]:
+        return [e for e in self.entities if e.negated]
+
+
+class Evidence(BaseModel):
+    """One piece of retrieved knowledge with a stable id (paper Eq. 3: an element of K)."""
+
+    id: str                              # stable: "G:DOID:2841|has_symptom|SYMP:0000xxx", "B:0000123-2#0"
+    role: SourceRole
+    kind: Literal["triple", "chunk", "concept"]
+    text: str                            # the knowledge piece as stored (triple rendered, chunk text)
+    score: float = 0.0
+    query: str | None = None             # the entity / query that retrieved it
+    title: str | None = None
+    url: str | None = None
+    organisation: str | None = None
+    license: str | None = None
+    source: str | None = None            # source name (e.g. "Disease Ontology", "MedQuAD/GARD")
+    doc_id: str | None = None
+    span: tuple[int, int] | None = None  # character span into the source document text
+    concept_ids: list[str] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Candidate(BaseModel):
+    """A disease in the KG differential with its explanation path."""
+
+    concept_id: str
+    name: str
+    score: float
+    matched: list[str] = Field(default_factory=list)       # finding concept ids that support it
+    contradicted: list[str] = Field(default_factory=list)  # negated findings it expects
+    supporting: list[str] = Field(default_factory=list)    # evidence ids (triples)
+    contradicting: list[str] = Field(default_factory=list)
+    explanation: str = ""
+
+
+class Sentence(BaseModel):
+    """KNL output: a natural-language sentence tied to one evidence id (paper Eq. 4)."""
+
+    evidence_id: str
+    text: str
+    generated: str | None = None
+
+
+class DifferentialItem(BaseModel):
+    rank: int
+    diagnosis: str
+    concept_id: str | None = None
+    likelihood: Literal["high", "moderate", "low"] = "moderate"
+    rationale: str = ""
+    citations: list[str] = Field(default_factory=list)
+
+
+class Draft(BaseModel):
+    """Generator output."""
+
+    differential: list[DifferentialItem] = Field(default_factory=list)
+    next_steps: list[str] = Field(default_factory=list)
+    text: str = ""                       # the answer with inline [evidence_id] citations
+    insufficient: bool = False
+    origin: Literal["llm", "extractive", "direct"] = "extractive"
+
+
+class ClaimCheck(BaseModel):
+    claim: str
+    citations: list[str] = Field(default_factory=list)
+    verdict: Verdict = "INSUFFICIENT"
+    confidence: float = 0.0
+    method: str = "deterministic"
+    note: str = ""
+
+
+class Verification(BaseModel):
+    claims: list[ClaimCheck] = Field(default_factory=list)
+    fabricated_citations: list[str] = Field(default_factory=list)
+    passed: bool = False
+    supported_ratio: float = 0.0
+    reasons: list[str] = Field(default_factory=list)
+
+
+class Reference(BaseModel):
+    n: int
+    evidence_ids: list[str]
+    source: str
+    title: str
+    organisation: str | None = None
+    url: str | None = None
+    license: str | None = None
+    span: tuple[int, int] | None = None
+    score: float = 0.0
+
+    def format(self) -> str:
+        parts = [f"[{self.n}] {self.title}", self.source]
+        if self.organisation:
+            parts.append(self.organisation)
+        if self.span:
+            parts.append(f"chars {self.span[0]}-{self.span[1]}")
+        if self.url:
+            parts.append(self.url)
+        if self.license:
+            parts.append(f"license: {self.license}")
+        return ". ".join(parts) + "."

@@ -1,0 +1,5 @@
+import sys
+
+from clinicalrag.cli import main
+
+sys.exit(main())
