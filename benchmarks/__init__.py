@@ -1,0 +1,1 @@
+"""Benchmarks and local-model helpers (not part of the installed package)."""

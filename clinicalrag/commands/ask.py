@@ -1,0 +1,159 @@
+"""`clinicalrag ask`: a cited, verified differential diagnosis for a presentation."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from clinicalrag.cli import UserError
+
+BADGE = {"SUPPORTED": "✔ supported", "CONTRADICTED": "✘ contradicted", "INSUFFICIENT": "? insufficient"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ask", help="answer a patient presentation with a cited differential diagnosis")
+    p.add_argument("text", nargs="?", help="the presentation ('-' or omitted: read standard input)")
+    p.add_argument("--json", action="store_true", help="print the full structured result as JSON")
+    p.add_argument("--mode", choices=["pipeline", "direct"], default="pipeline",
+                   help="pipeline (retrieval + verification) or direct (LLM only baseline)")
+    p.add_argument("--no-mee", action="store_true", help="ablation: no entity extraction")
+    p.add_argument("--no-knl", action="store_true", help="ablation: raw knowledge instead of sentences")
+    p.add_argument("--no-krg", action="store_true", help="ablation: no reference list")
+    p.add_argument("--no-verify", action="store_true", help="ablation: skip claim verification")
+    p.add_argument("--sources", default="G,B,O", help="knowledge sources to use (subset of G,B,O)")
+    p.add_argument("--top-k", type=int, default=None, help="top-k per source for entity retrieval")
+    p.add_argument("--max-input-tokens", type=int, default=None, help="prompt/context cap (e.g. 4096, 2048, 1024)")
+    p.add_argument("--max-attempts", type=int, default=None, help="corrective re-retrieval attempts (default 2)")
+    p.add_argument("--thread", default=None, help="conversation thread id (follow-up turns add to the case)")
+    p.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint (or CLINICALRAG_LLM_BASE_URL)")
+    p.add_argument("--llm-model", default=None, help="model name (or CLINICALRAG_LLM_MODEL)")
+    p.add_argument("--llm-config", default=None, help="LLM config file (TOML or YAML)")
+    p.add_argument("--no-llm", action="store_true", help="ignore any configured LLM (deterministic path)")
+    p.add_argument("--no-audit", action="store_true", help="do not append an audit record")
+    p.set_defaults(func=run)
+
+
+def build_config(args):
+    from graph.config import PipelineConfig
+
+    kw = {"mode": args.mode, "use_mee": not args.no_mee, "use_knl": not args.no_knl, "use_krg": not args.no_krg,
+          "use_verifier": not args.no_verify,
+          "sources": [s.strip().upper() for s in args.sources.split(",") if s.strip()]}
+    if args.top_k is not None:
+        kw["top_k_per_source"] = args.top_k
+    if args.max_input_tokens is not None:
+        kw["max_input_tokens"] = args.max_input_tokens
+    if args.max_attempts is not None:
+        kw["max_attempts"] = args.max_attempts
+    try:
+        return PipelineConfig(**kw)
+    except Exception as exc:  # pydantic validation error → one clear line
+        raise UserError(f"invalid option: {exc}") from None
+
+
+def run(args) -> int:
+    from agents.llm import LLMConfig, load_llm_config
+    from graph.pipeline import ClinicalRAG, InputError, Runtime
+
+    text = args.text
+    if text is None or text == "-":
+        if sys.stdin.isatty():
+            raise UserError("give a presentation as an argument or on standard input")
+        raw = sys.stdin.buffer.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UserError("standard input is binary data, not UTF-8 text") from None
+    cfg = build_config(args)
+    if args.no_llm:
+        llm_cfg = LLMConfig()
+    else:
+        over = {k: v for k, v in {"base_url": args.llm_base_url, "model": args.llm_model}.items() if v}
+        llm_cfg = load_llm_config(over or None, args.llm_config)
+    try:
+        rag = ClinicalRAG(Runtime(llm_config=llm_cfg))
+        result = rag.ask(text, cfg, thread_id=args.thread, audit=not args.no_audit)
+    except InputError as exc:
+        raise UserError(str(exc)) from None
+    except FileNotFoundError as exc:
+        raise UserError(f"{exc} — run `clinicalrag index build` (or `make demo`) first") from None
+    except RuntimeError as exc:
+        if type(exc).__name__ == "IndexNotBuilt":
+            raise UserError(str(exc)) from None
+        raise
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    else:
+        print(render(result))
+    return 0
+
+
+def render(r: dict) -> str:
+    """A readable answer: status banner, differential, verification badges, warnings, references."""
+    out = []
+    esc = r.get("escalation") or {}
+    status = r["status"]
+    bar = "=" * 78
+    if esc.get("escalated"):
+        out += [bar, "⚠  NEEDS CLINICIAN REVIEW — this answer is not verified.",
+                *[f"   - {x}" for x in esc.get("reasons", [])[:8]], bar]
+    else:
+        out += [bar, f"Status: {status}", bar]
+    ex = r.get("extraction") or {}
+    ents = ex.get("entities") or []
+    if ents:
+        pos = [e["text"] for e in ents if not (e.get("negated") or e.get("family") or e.get("hypothetical"))]
+        neg = [e["text"] for e in ents if e.get("negated")]
+        demo = ", ".join(x for x in [f"{ex['age_years']:g} y" if ex.get("age_years") is not None else "",
+                                     ex.get("sex") or ""] if x)
+        out.append(f"Findings: {', '.join(pos) or '—'}" + (f" | absent: {', '.join(neg)}" if neg else "")
+                   + (f" | {demo}" if demo else ""))
+        out.append("")
+    refmap = r.get("reference_map") or {}
+    out.append(_numbered(r["answer"], refmap))
+    v = r.get("verification")
+    if v and v.get("claims"):
+        out += ["", "Verification of claims:"]
+        for c in v["claims"]:
+            claim = _numbered(c["claim"], refmap)
+            out.append(f"  {BADGE.get(c['verdict'], c['verdict'])} ({c['confidence']:.2f}) {claim[:150]}")
+        if v.get("fabricated_citations"):
+            out.append(f"  dropped fabricated citations: {', '.join(v['fabricated_citations'])}")
+    if r.get("warnings"):
+        out += ["", "Warnings:"] + [f"  - {w}" for w in r["warnings"]]
+    refs = r.get("references") or []
+    if refs:
+        out += ["", "References:"]
+        for ref in refs:
+            out.append("  " + _fmt_ref(ref))
+    llm = r.get("llm") or {}
+    out += ["", f"({r['latency_ms']:.0f} ms; LLM: {llm.get('model') or 'none'}, {llm.get('calls', 0)} calls; "
+                f"run {r.get('run_id') or '-'})",
+            "Decision support only: confirm with clinical judgement."]
+    return "\n".join(out)
+
+
+_CITE = re.compile(r"\[([BOG]:[^\[\]\s]+?)\]")
+
+
+def _numbered(text: str, refmap: dict) -> str:
+    """Show citations as reference numbers where the reference list has them: [B:doc#0:10-90] → [3]."""
+    if not refmap:
+        return text
+
+    def sub(m):
+        raw = m.group(1)
+        eid = re.sub(r":\d+-\d+$", "", raw)
+        n = refmap.get(eid)
+        return f"[{n}]" if n else m.group(0)
+
+    return _CITE.sub(sub, text)
+
+
+def _fmt_ref(ref: dict) -> str:
+    from agents.types import Reference
+
+    try:
+        return Reference(**ref).format()
+    except Exception:
+        return str(ref)

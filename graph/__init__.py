@@ -1,0 +1,1 @@
+"""The ClinicalRAG LangGraph: state, workflow (nodes + conditional edges), typed config, tracing."""

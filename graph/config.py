@@ -1,0 +1,45 @@
+"""Typed run configuration. The paper's ablations are flags here (Table 2), so an experiment is a config."""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+
+class PipelineConfig(BaseModel):
+    mode: Literal["pipeline", "direct"] = "pipeline"   # direct = LLM only, no retrieval (baseline)
+    # ablation axes (paper Table 2)
+    use_mee: bool = True
+    use_knl: bool = True
+    use_krg: bool = True
+    use_verifier: bool = True
+    sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
+    top_k_per_source: int = Field(5, ge=1, le=50)
+    chunk_k: int = Field(8, ge=0, le=100)          # hybrid chunk search with the whole presentation
+    max_input_tokens: int = Field(4096, ge=256, le=131072)
+    # retrieval / grading
+    min_entity_score: float = 0.55                  # cosine floor for entity-keyed hits
+    min_chunk_score: float = 0.0                    # fused-score floor for chunk hits
+    max_evidence: int = Field(40, ge=1, le=400)
+    grader_min_coverage: float = 0.5                # share of positive entities with evidence
+    grader_min_evidence: int = 3
+    max_attempts: int = Field(2, ge=0, le=5)        # corrective re-retrievals (grader and verifier share it)
+    # generation / verification
+    differential_k: int = Field(5, ge=1, le=20)
+    verify_confidence: float = 0.75
+    verify_max_partial: float = 0.10
+    max_presentation_chars: int = 20000
+    recursion_limit: int = 50
+
+    @field_validator("sources")
+    @classmethod
+    def _nonempty(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("at least one source (G, B, O) is required")
+        return sorted(set(v), key="GBO".index)
+
+    def digest(self) -> str:
+        blob = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]

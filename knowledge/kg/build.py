@@ -1,0 +1,670 @@
+"""Build the disease knowledge graph (source G) from the catalogued open sources.
+
+Nodes are ontology ids (``DOID:``, ``SYMP:``, ``HP:``, DrugBank ``DB…``, ``UBERON:``, ``OMIM:``/``ORPHA:``/
+``DECIPHER:`` for HPO diseases without a DO equivalent, ``MESH:`` for HSDN symptoms without a SYMP/HP
+equivalent, ``DDX:`` for the optional DDXPlus conditions). Edges are keyed by relation and carry provenance
+(catalog source id + license). See ``RELATIONS`` for the edge directions.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+import networkx as nx
+
+from .. import paths
+from .. import sources as sources_mod
+from . import parsers
+from .normalize import normalise, uninvert
+
+log = logging.getLogger(__name__)
+
+# Bump when the build logic changes the graph: it is part of the artefact version.
+BUILDER_VERSION = "kg-5"
+
+DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
+                   "hsdn", "pharmacotherapydb", "hpo")
+OPTIONAL_SOURCES = ("ddxplus-conditions", "ddxplus-evidences")
+CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
+
+# relation -> (verb phrase used in text, description)
+RELATIONS = {
+    "is_a": ("is a", "child -> parent (diseases, symptoms, phenotypes)"),
+    "has_symptom": ("has symptom", "disease -> symptom (DO disease-symptom, HSDN)"),
+    "has_phenotype": ("has phenotype", "disease -> phenotype (HPO annotations)"),
+    "treated_by": ("is treated by", "disease -> drug (PharmacotherapyDB indications: category DM = disease "
+                                    "modifying, SYM = symptomatic; NOT = non-indication is left out)"),
+    "located_in": ("is located in", "disease -> anatomy (DO anatomy facet, UBERON)"),
+    "xref": ("is equivalent to", "same concept in two vocabularies (both directions)"),
+}
+
+HPO_ROOT = "HP:0000118"        # Phenotypic abnormality: only this subtree becomes phenotype nodes
+DO_ROOT = "DOID:4"             # "disease": the parent label of DO's top classes
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------- files, checksums, version
+def _files_of(source_id: str, root: Path) -> list[Path]:
+    """Files a source contributes (``ensure`` returns a folder for package data)."""
+    if source_id == "hpo":
+        return [root / "hp.obo", root / "phenotype.hpoa"]
+    return [root]
+
+
+def _checksum_cache_path() -> Path:
+    return paths.build_dir() / "kg" / "checksums.json"
+
+
+def file_checksums(files: dict[str, list[Path]]) -> dict[str, str]:
+    """sha256 per source (over its files), cached by (path, size, mtime) so unchanged files are not re-read."""
+    cache_path = _checksum_cache_path()
+    try:
+        cache = json.loads(cache_path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    changed = False
+    out: dict[str, str] = {}
+    for sid, flist in sorted(files.items()):
+        h = hashlib.sha256()
+        for i, f in enumerate(flist):
+            st = f.stat()
+            key = str(f.resolve())
+            hit = cache.get(key)
+            if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
+                digest = hit[2]
+            else:
+                fh_hash = hashlib.sha256()
+                with open(f, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        fh_hash.update(chunk)
+                digest = fh_hash.hexdigest()
+                cache[key] = [st.st_size, st.st_mtime_ns, digest]
+                changed = True
+            h.update(f"{i}:{digest};".encode())   # content only: the same bytes elsewhere, same version
+        out[sid] = h.hexdigest()
+    if changed:
+        try:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache_path.with_name(f"{cache_path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(cache))
+            tmp.replace(cache_path)
+        except OSError as exc:  # a read-only home only costs re-hashing next time
+            log.debug("checksum cache not written: %s", exc)
+    return out
+
+
+def resolve_sources(sources: Iterable[str] | None, include_ddxplus: bool) -> list[str]:
+    ids = list(DEFAULT_SOURCES if sources is None else sources)
+    if include_ddxplus:
+        ids += [s for s in OPTIONAL_SOURCES if s not in ids]
+    unknown = [s for s in ids if s not in sources_mod.CATALOG]
+    if unknown:
+        raise BuildError(f"unknown source id(s) {unknown}; known: {sorted(sources_mod.CATALOG)}")
+    not_g = [s for s in ids if s not in DEFAULT_SOURCES and s not in OPTIONAL_SOURCES]
+    if not_g:
+        raise BuildError(f"not knowledge-graph sources: {not_g}")
+    if "do-humando" not in ids:
+        raise BuildError("the knowledge graph needs the 'do-humando' source (its disease backbone)")
+    return sorted(dict.fromkeys(ids))
+
+
+def locate(source_ids: list[str]) -> dict[str, Path]:
+    return {sid: Path(sources_mod.ensure(sid)) for sid in source_ids}
+
+
+def compute_version(located: dict[str, Path]) -> str:
+    sums = file_checksums({sid: _files_of(sid, p) for sid, p in located.items()})
+    h = hashlib.sha256(BUILDER_VERSION.encode())
+    for sid in sorted(sums):
+        h.update(f"|{sid}={sums[sid]}".encode())
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- graph assembly
+class _Builder:
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict] = {}
+        self.edges: dict[tuple[str, str, str], dict] = {}
+        self.report: dict[str, int] = defaultdict(int)
+        self._strings: dict[str, str] = {}
+        self.licenses = {sid: s.license for sid, s in sources_mod.CATALOG.items()}
+
+    def s(self, text: str) -> str:
+        """Intern repeated strings (sources, licenses, relations) so the pickle stores them once."""
+        return self._strings.setdefault(text, text)
+
+    def node(self, nid: str, category: str, source: str, name: str | None = None,
+             definition: str | None = None) -> dict:
+        attrs = self.nodes.get(nid)
+        if attrs is None:
+            attrs = {"name": name or nid, "category": self.s(category), "synonyms": [], "synonym_scopes": [],
+                     "definition": definition or None, "xrefs": {}, "sources": [self.s(source)]}
+            self.nodes[nid] = attrs
+        else:
+            if source not in attrs["sources"]:
+                attrs["sources"].append(self.s(source))
+            if name and attrs["name"] == nid:
+                attrs["name"] = name
+            if definition and not attrs["definition"]:
+                attrs["definition"] = definition
+        return attrs
+
+    @staticmethod
+    def add_synonym(attrs: dict, text: str, scope: str = "EXACT") -> None:
+        text = text.strip()
+        if not text or text == attrs["name"] or text in attrs["synonyms"]:
+            return
+        attrs["synonyms"].append(text)
+        attrs["synonym_scopes"].append(scope)
+
+    def add_xref(self, attrs: dict, prefix: str, local: str) -> None:
+        vals = attrs["xrefs"].setdefault(self.s(prefix), [])
+        if local not in vals:
+            vals.append(local)
+
+    def edge(self, u: str, rel: str, v: str, source: str, **attrs) -> None:
+        if u == v:
+            return
+        key = (u, rel, v)
+        cur = self.edges.get(key)
+        if cur is None:
+            cur = {"relation": self.s(rel), "source": self.s(source), "license": self.s(self.licenses[source])}
+            cur.update({k: (self.s(x) if isinstance(x, str) else x) for k, x in attrs.items() if x is not None})
+            self.edges[key] = cur
+            return
+        # the same fact from another source: keep the first source as primary, list all
+        if cur["source"] != source:
+            extra = cur.setdefault("also_sources", [])
+            if source not in extra:
+                extra.append(self.s(source))
+        for k, x in attrs.items():
+            if x is None:
+                continue
+            if k == "frequency" and cur.get(k) is not None:
+                cur[k] = max(cur[k], x)
+            elif k not in cur:
+                cur[k] = self.s(x) if isinstance(x, str) else x
+
+    def edge_list(self) -> list[tuple[str, str, str, dict]]:
+        """``(u, v, relation, attrs)``; equal attribute dicts are shared (most edges of a relation and source
+        carry the same attributes), which keeps the graph small in memory and fast to (un)pickle."""
+        shared: dict[tuple, dict] = {}
+        out = []
+        for (u, rel, v), a in self.edges.items():
+            key = tuple(sorted((k, tuple(x) if isinstance(x, list) else x) for k, x in a.items()))
+            out.append((u, v, rel, shared.setdefault(key, a)))
+        self.report["distinct_edge_attribute_sets"] = len(shared)
+        return out
+
+
+def _name_index(nodes: dict[str, dict], category: str, scopes=("EXACT",)) -> dict[str, set[str]]:
+    idx: dict[str, set[str]] = defaultdict(set)
+    for nid, a in nodes.items():
+        if a["category"] != category:
+            continue
+        idx[normalise(a["name"])].add(nid)
+        for syn, scope in zip(a["synonyms"], a["synonym_scopes"]):
+            if scope in scopes:
+                idx[normalise(syn)].add(nid)
+    idx.pop("", None)
+    return idx
+
+
+def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.MultiDiGraph, dict]:
+    """Assemble the graph from located source files (``{source_id: path}``). Returns the graph and a report
+    of what was read, merged and dropped."""
+    t0 = time.perf_counter()
+    b = _Builder()
+    rep = b.report
+
+    def step(msg: str) -> None:
+        if progress:
+            print(f"  [{time.perf_counter() - t0:5.1f}s] {msg}", flush=True)
+        log.info(msg)
+
+    # ---- Disease Ontology backbone
+    step("Disease Ontology terms (HumanDO.tsv)")
+    labels, parent_labels = parsers.read_humando(located["do-humando"])
+    for doid, label in labels.items():
+        b.node(doid, "disease", "do-humando", name=label)
+    obo: dict[str, parsers.Term] = {}
+    if "do-obo-2016" in located:
+        step("DO 2016 OBO: synonyms, definitions, alternative ids")
+        obo = parsers.read_obo(located["do-obo-2016"])
+    # old/alternative/obsolete DO ids -> current ids
+    redirect: dict[str, str] = {}
+    for t in obo.values():
+        for alt in t.alt_ids:
+            if t.id in b.nodes:
+                redirect.setdefault(alt, t.id)
+        if t.obsolete and t.id not in b.nodes:
+            for r in t.replaced_by:
+                if r in b.nodes:
+                    redirect.setdefault(t.id, r)
+    label_to_id = {label: doid for doid, label in labels.items()}
+    for t in obo.values():            # labels of terms outside HumanDO.tsv (e.g. the root "disease")
+        if not t.obsolete:
+            label_to_id.setdefault(t.name, t.id)
+    label_to_id.setdefault("disease", DO_ROOT)
+    for doid, plabel in parent_labels:
+        pid = label_to_id.get(plabel)
+        if pid is None:
+            rep["do_parent_label_unresolved"] += 1
+            continue
+        if pid not in b.nodes:
+            ot = obo.get(pid)
+            b.node(pid, "disease", "do-humando", name=plabel, definition=ot.definition if ot else None)
+        b.edge(doid, "is_a", pid, "do-humando")
+    for doid, a in list(b.nodes.items()):
+        t = obo.get(doid)
+        if t is None or t.obsolete:
+            continue
+        if "do-obo-2016" not in a["sources"]:
+            a["sources"].append(b.s("do-obo-2016"))
+        for syn, scope in t.synonyms:
+            b.add_synonym(a, syn, scope)
+        if t.definition and not a["definition"]:
+            a["definition"] = t.definition
+    rep["do_redirects"] = len(redirect)
+
+    def do_id(raw: str) -> str | None:
+        raw = raw.strip()
+        if raw in b.nodes and b.nodes[raw]["category"] == "disease":
+            return raw
+        r = redirect.get(raw)
+        if r is not None:
+            rep["do_ids_redirected"] += 1
+            return r
+        return None
+
+    if "do-facets" in located:
+        step("DO facets: definitions, anatomy")
+        definitions, anatomy, anatomy_names = parsers.read_do_facets(located["do-facets"])
+        for doid, d in definitions.items():
+            if doid in b.nodes:
+                a = b.nodes[doid]
+                a["definition"] = d  # current definitions win over the 2016 ones
+                if "do-facets" not in a["sources"]:
+                    a["sources"].append(b.s("do-facets"))
+        specific = parsers.most_specific(anatomy)
+        for doid, uids in specific.items():
+            if doid not in b.nodes:
+                rep["anatomy_unknown_disease"] += 1
+                continue
+            for uid in sorted(uids):
+                b.node(uid, "anatomy", "do-facets", name=anatomy_names.get(uid, uid))
+                b.edge(doid, "located_in", uid, "do-facets")
+
+    if "do-xrefs" in located:
+        step("DO cross-references")
+        for doid, raws in parsers.read_do_xrefs(located["do-xrefs"]).items():
+            if doid not in b.nodes:
+                continue
+            for raw in raws:
+                px = parsers.split_xref(raw)
+                if px:
+                    b.add_xref(b.nodes[doid], *px)
+    elif obo:  # fall back to the 2016 xrefs
+        for doid, t in obo.items():
+            if doid in b.nodes:
+                for raw in t.xrefs:
+                    px = parsers.split_xref(raw)
+                    if px:
+                        b.add_xref(b.nodes[doid], *px)
+
+    # ---- Symptom Ontology
+    symp_redirect: dict[str, str] = {}
+    if "do-symp" in located:
+        step("Symptom Ontology")
+        symp = parsers.read_symp_owl(located["do-symp"])
+        for t in symp.values():
+            if t.obsolete or not t.name:
+                rep["symp_obsolete"] += t.obsolete
+                continue
+            a = b.node(t.id, "symptom", "do-symp", name=t.name, definition=t.definition)
+            for syn, scope in t.synonyms:
+                b.add_synonym(a, syn, scope)
+            for raw in t.xrefs:
+                px = parsers.split_xref(raw)
+                if px:
+                    b.add_xref(a, *px)
+            for alt in t.alt_ids:
+                symp_redirect.setdefault(alt, t.id)
+        for t in symp.values():
+            if t.obsolete:
+                for r in t.replaced_by:
+                    symp_redirect.setdefault(t.id, r)
+        for t in symp.values():
+            if t.id in b.nodes:
+                for p in t.parents:
+                    p = p if p in b.nodes else symp_redirect.get(p, p)
+                    if p in b.nodes:
+                        b.edge(t.id, "is_a", p, "do-symp")
+
+    def symp_id(raw: str) -> str | None:
+        if raw in b.nodes and b.nodes[raw]["category"] == "symptom":
+            return raw
+        r = symp_redirect.get(raw)
+        return r if r in b.nodes else None
+
+    if "do-disease-symptom" in located:
+        step("DO disease -> symptom edges")
+        for doid, dlabel, sid, slabel in parsers.read_disease_symptom(located["do-disease-symptom"]):
+            d = do_id(doid)
+            s = symp_id(sid)
+            if d is None:
+                rep["disease_symptom_unknown_disease"] += 1
+                continue
+            if s is None:
+                if "do-symp" in located:
+                    rep["disease_symptom_unknown_symptom"] += 1
+                    continue
+                s = sid  # Symptom Ontology not loaded: keep the symptom with its label from this file
+                b.node(s, "symptom", "do-disease-symptom", name=slabel)
+            b.edge(d, "has_symptom", s, "do-disease-symptom")
+
+    # ---- HPO
+    if "hpo" in located:
+        step("HPO terms (hp.obo)")
+        hp = parsers.read_obo(located["hpo"] / "hp.obo")
+        hp_redirect: dict[str, str] = {}
+        children: dict[str, list[str]] = defaultdict(list)
+        for t in hp.values():
+            if not t.obsolete:
+                for p in t.parents:
+                    children[p].append(t.id)
+                for alt in t.alt_ids:
+                    hp_redirect[alt] = t.id
+            else:
+                for r in t.replaced_by:
+                    hp_redirect[t.id] = r
+        keep, stack = set(), [HPO_ROOT]
+        while stack:
+            x = stack.pop()
+            if x in keep:
+                continue
+            keep.add(x)
+            stack.extend(children.get(x, ()))
+        for tid in keep:
+            t = hp[tid]
+            a = b.node(tid, "phenotype", "hpo", name=t.name, definition=t.definition)
+            for syn, scope in t.synonyms:
+                b.add_synonym(a, syn, scope)
+            for raw in t.xrefs:
+                px = parsers.split_xref(raw)
+                if px:
+                    b.add_xref(a, *px)
+        for tid in keep:
+            for p in hp[tid].parents:
+                if p in keep:
+                    b.edge(tid, "is_a", p, "hpo")
+        rep["hpo_terms_outside_phenotypic_abnormality"] = sum(1 for t in hp.values() if not t.obsolete) - len(keep)
+
+        step("HPO annotations (phenotype.hpoa)")
+        names, annotations, negated = parsers.read_hpoa(located["hpo"] / "phenotype.hpoa")
+        rep["hpo_negated_annotations_skipped"] = negated
+        # OMIM/ORPHA -> DO via DO cross-references
+        ext_to_do: dict[str, set[str]] = defaultdict(set)
+        for doid, a in b.nodes.items():
+            if a["category"] != "disease":
+                continue
+            for prefix in ("OMIM", "ORPHA"):
+                for local in a["xrefs"].get(prefix, ()):
+                    ext_to_do[f"{prefix}:{local}"].add(doid)
+        do_parents: dict[str, list[str]] = defaultdict(list)
+        for (u, rel, v) in b.edges:
+            if rel == "is_a" and u.startswith("DOID:"):
+                do_parents[u].append(v)
+        target: dict[str, list[str]] = {}
+        for did, dname in names.items():
+            cands = ext_to_do.get(did)
+            if cands:
+                if len(cands) > 1:
+                    # several DO terms claim the same OMIM/ORPHA id: keep the most specific ones
+                    general = set()
+                    for c in cands:
+                        general |= _do_ancestors(do_parents, c) & cands
+                    cands = (cands - general) or cands
+                    rep["hpo_disease_mapped_to_several_do"] += 1
+                tlist = sorted(cands)
+                for doid in tlist:
+                    prefix, local = did.split(":", 1)
+                    b.add_xref(b.nodes[doid], prefix, local)
+                    if "hpo" not in b.nodes[doid]["sources"]:
+                        b.nodes[doid]["sources"].append(b.s("hpo"))
+                target[did] = tlist
+                rep["hpo_diseases_merged_into_do"] += 1
+            else:
+                a = b.node(did, "disease", "hpo", name=dname)
+                prefix, local = did.split(":", 1)
+                b.add_xref(a, prefix, local)
+                target[did] = [did]
+                rep["hpo_diseases_own_node"] += 1
+        merged_count: dict[str, int] = defaultdict(int)
+        for tl in target.values():
+            for d in tl:
+                merged_count[d] += 1
+        for ann in annotations:
+            ph = ann.phenotype if ann.phenotype in b.nodes else hp_redirect.get(ann.phenotype)
+            if ph is None or ph not in b.nodes:
+                rep["hpo_annotations_unknown_phenotype"] += 1
+                continue
+            for d in target[ann.disease]:
+                b.edge(d, "has_phenotype", ph, "hpo", frequency=ann.frequency,
+                       evidence=ann.evidence or None, hpo_disease=ann.disease if merged_count[d] > 1 and d != ann.disease else None)
+
+    # ---- SYMP <-> HP equivalence (same normalised label / exact synonym, or same UMLS CUI)
+    if "do-symp" in located and "hpo" in located:
+        step("symptom <-> phenotype equivalences")
+        hp_names = _name_index(b.nodes, "phenotype")
+        hp_cui: dict[str, set[str]] = defaultdict(set)
+        for nid, a in b.nodes.items():
+            if a["category"] == "phenotype":
+                for cui in a["xrefs"].get("UMLS_CUI", ()):
+                    hp_cui[cui].add(nid)
+        for nid, a in list(b.nodes.items()):
+            if a["category"] != "symptom" or not nid.startswith("SYMP:"):
+                continue
+            matches: dict[str, str] = {}
+            keys = [a["name"]] + [s for s, sc in zip(a["synonyms"], a["synonym_scopes"]) if sc == "EXACT"]
+            for k in keys:
+                for h in hp_names.get(normalise(k), ()):
+                    matches.setdefault(h, "name")
+            for cui in a["xrefs"].get("UMLS_CUI", ()):
+                for h in hp_cui.get(cui, ()):
+                    matches.setdefault(h, "UMLS_CUI")
+            for h, method in matches.items():
+                b.edge(nid, "xref", h, "do-symp", method=method)
+                b.edge(h, "xref", nid, "do-symp", method=method)
+                rep["xref_symp_hp_pairs"] += 1
+
+    # ---- DO disease <-> HP phenotype equivalence (e.g. DOID:2841 asthma ~ HP:0002099 Asthma)
+    if "hpo" in located:
+        step("disease <-> phenotype equivalences")
+        hp_names = _name_index(b.nodes, "phenotype", scopes=())
+        hp_cui = defaultdict(set)
+        for nid, a in b.nodes.items():
+            if a["category"] == "phenotype":
+                for cui in a["xrefs"].get("UMLS_CUI", ()):
+                    hp_cui[cui].add(nid)
+        for nid, a in list(b.nodes.items()):
+            if a["category"] != "disease" or not nid.startswith("DOID:"):
+                continue
+            matches = {h: "name" for h in hp_names.get(normalise(a["name"]), ())}
+            for cui in a["xrefs"].get("UMLS_CUI", ()):
+                for h in hp_cui.get(cui, ()):
+                    matches.setdefault(h, "UMLS_CUI")
+            for h, method in matches.items():
+                b.edge(nid, "xref", h, "hpo", method=method)
+                b.edge(h, "xref", nid, "hpo", method=method)
+                rep["xref_do_hp_pairs"] += 1
+
+    # ---- HSDN
+    if "hsdn" in located:
+        step("HSDN symptom-disease network")
+        symp_names = _name_index(b.nodes, "symptom")
+        hp_names = _name_index(b.nodes, "phenotype")
+        symp_related = _name_index(b.nodes, "symptom", scopes=("EXACT", "RELATED"))
+        hp_related = _name_index(b.nodes, "phenotype", scopes=("EXACT", "RELATED"))
+        mesh_target: dict[str, str] = {}
+        for row in parsers.read_hsdn(located["hsdn"]):
+            d = do_id(row["doid_code"])
+            if d is None:
+                rep["hsdn_unknown_disease"] += 1
+                continue
+            mid, mname = row["symptom_id"], row["symptom_name"]
+            sid = mesh_target.get(mid)
+            if sid is None:
+                variants = [mname] + ([uninvert(mname)] if uninvert(mname) else [])
+                keys = [normalise(v) for v in variants]
+                keys += [k[:-1] for k in keys if k.endswith("s") and not k.endswith("ss") and len(k) > 4]
+                found = None
+                # preferred names / exact synonyms first, then related synonyms; SYMP before HP
+                for idx in (symp_names, hp_names, symp_related, hp_related):
+                    for k in keys:
+                        hits = sorted(idx.get(k, ()))
+                        if hits:
+                            found = hits[0]
+                            break
+                    if found:
+                        break
+                if found:
+                    sid = found
+                    b.add_xref(b.nodes[sid], "MESH", mid)
+                    if "hsdn" not in b.nodes[sid]["sources"]:
+                        b.nodes[sid]["sources"].append(b.s("hsdn"))
+                    rep["hsdn_symptoms_mapped"] += 1
+                else:
+                    sid = f"MESH:{mid}"
+                    a = b.node(sid, "symptom", "hsdn", name=mname)
+                    if uninvert(mname):
+                        b.add_synonym(a, uninvert(mname), "EXACT")
+                    b.add_xref(a, "MESH", mid)
+                    rep["hsdn_symptoms_own_node"] += 1
+                mesh_target[mid] = sid
+            try:
+                weight = float(row["tfidf_score"])
+            except (KeyError, ValueError):
+                weight = None
+            try:
+                cooccurs = int(row.get("cooccurs", ""))
+            except ValueError:
+                cooccurs = None
+            b.edge(d, "has_symptom", sid, "hsdn", weight=weight, cooccurs=cooccurs)
+
+    # ---- PharmacotherapyDB
+    if "pharmacotherapydb" in located:
+        step("PharmacotherapyDB indications")
+        for row in parsers.read_pharmacotherapydb(located["pharmacotherapydb"]):
+            d = do_id(row["doid_id"])
+            if d is None:
+                rep["pharmacotherapydb_unknown_disease"] += 1
+                continue
+            if row.get("category") not in ("DM", "SYM"):
+                # NOT: curators judged the drug a non-indication (e.g. an antibiotic listed for asthma)
+                rep["pharmacotherapydb_non_indications_skipped"] += 1
+                continue
+            drug = row["drugbank_id"]
+            a = b.node(drug, "drug", "pharmacotherapydb", name=row["drug"])
+            b.add_xref(a, "DRUGBANK", drug)
+            b.edge(d, "treated_by", drug, "pharmacotherapydb", category=row.get("category") or None,
+                   n_curators=_int(row.get("n_curators")), n_resources=_int(row.get("n_resources")))
+
+    # ---- DDXPlus (optional)
+    if "ddxplus-conditions" in located:
+        step("DDXPlus conditions (optional)")
+        _add_ddxplus(b, located, rep)
+
+    step("assembling the NetworkX graph")
+    g = assemble(b.nodes.items(), b.edge_list())
+    rep = dict(sorted(rep.items()))
+    rep["build_seconds"] = round(time.perf_counter() - t0, 2)
+    return g, rep
+
+
+def assemble(nodes: Iterable[tuple[str, dict]], edges: Iterable[tuple[str, str, str, dict]]) -> nx.MultiDiGraph:
+    """A MultiDiGraph from node and edge lists, filling networkx's adjacency dicts directly (about ten times
+    faster than ``add_edges_from``, which re-checks every edge); falls back to the public API when the
+    internals are not the expected ones. Edge attribute dicts are used as given (possibly shared)."""
+    g = nx.MultiDiGraph()
+    nodes = list(nodes)
+    if not all(hasattr(g, a) for a in ("_node", "_adj", "_pred", "_succ")):
+        g.add_nodes_from(nodes)
+        g.add_edges_from(edges)
+        return g
+    node = {n: a for n, a in nodes}
+    succ: dict[str, dict] = {n: {} for n in node}
+    pred: dict[str, dict] = {n: {} for n in node}
+    for u, v, k, d in edges:
+        if u not in node or v not in node:
+            raise ValueError(f"edge {u} -{k}-> {v} refers to a missing node")
+        kd = succ[u].get(v)
+        if kd is None:
+            kd = succ[u][v] = {}
+            pred[v][u] = kd
+        kd[k] = d
+    g._node = node
+    g._adj = succ          # the descriptor keeps _succ in sync and resets cached views
+    g._pred = pred
+    return g
+
+
+def _int(x) -> int | None:
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _add_ddxplus(b: _Builder, located: dict[str, Path], rep) -> None:
+    conds, evidences = parsers.read_ddxplus(located["ddxplus-conditions"], located.get("ddxplus-evidences"))
+    icd_to_do: dict[str, set[str]] = defaultdict(set)
+    icd_category_to_do: dict[str, set[str]] = defaultdict(set)   # "K21" -> DO terms coded K21.x
+    for doid, a in b.nodes.items():
+        if a["category"] == "disease" and doid.startswith("DOID:"):
+            for code in a["xrefs"].get("ICD10CM", ()):
+                icd_to_do[code.upper()].add(doid)
+                icd_category_to_do[code.upper().split(".")[0]].add(doid)
+    do_names = _name_index(b.nodes, "disease")
+    for c in conds:
+        cid = f"DDX:{normalise(c['key']).replace(' ', '_')}"
+        a = b.node(cid, "disease", "ddxplus-conditions", name=c["name"])
+        if c["icd10"]:
+            b.add_xref(a, "ICD10", c["icd10"])
+        same = {d for d in do_names.get(normalise(c["name"]), ()) if d.startswith("DOID:")}
+        code = c["icd10"].upper()
+        if code:
+            exact = icd_to_do.get(code, set())
+            near = icd_category_to_do.get(code, set()) if "." not in code else set()
+            same |= exact or (near if len(near) == 1 else set())
+        for d in sorted(same):
+            b.edge(cid, "xref", d, "ddxplus-conditions", method="name/ICD-10")
+            b.edge(d, "xref", cid, "ddxplus-conditions", method="name/ICD-10")
+        for code in c["symptoms"] + c["antecedents"]:
+            ev = evidences.get(code, {})
+            text = ev.get("question_en") or code
+            sid = f"DDX:{code}"
+            b.node(sid, "symptom", "ddxplus-conditions", name=text)
+            rel_kind = "antecedent" if code in c["antecedents"] else "symptom"
+            b.edge(cid, "has_symptom", sid, "ddxplus-conditions", kind=rel_kind)
+        rep["ddxplus_conditions"] += 1
+
+
+def _do_ancestors(parents: dict[str, list[str]], cid: str) -> set[str]:
+    seen: set[str] = set()
+    stack = list(parents.get(cid, ()))
+    while stack:
+        x = stack.pop()
+        if x not in seen:
+            seen.add(x)
+            stack.extend(parents.get(x, ()))
+    return seen

@@ -1,0 +1,1 @@
+"""Test helpers: real local servers (llama.cpp, a fault-injecting OpenAI-compatible server)."""

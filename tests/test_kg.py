@@ -1,0 +1,345 @@
+"""Knowledge graph (source G) on the real sources: built once per test session in a temporary home."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from knowledge import sources
+from knowledge.kg import (CATEGORIES, RELATIONS, BuildError, KnowledgeGraph, Triple, artefact_path,
+                          load_or_build, normalise)
+from knowledge.kg import build as kg_build
+from knowledge.kg import parsers
+
+ASTHMA = "DOID:2841"
+MI = "DOID:5844"
+MARFAN = "DOID:14323"
+SYMP_FEVER = "SYMP:0000613"
+HP_FEVER = "HP:0001945"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("crag-home")
+        mp.setenv("CLINICALRAG_HOME", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def kg(home) -> KnowledgeGraph:
+    t0 = time.perf_counter()
+    graph = load_or_build()
+    print(f"\nKG build: {time.perf_counter() - t0:.1f}s, {graph.graph.number_of_nodes()} nodes, "
+          f"{graph.graph.number_of_edges()} edges")
+    return graph
+
+
+def _ids(concepts):
+    return [c.id for c in concepts]
+
+
+# ---------------------------------------------------------------- pure helpers
+@pytest.mark.parametrize("a,b", [("Asthma", "asthma"), ("asthma.", "asthma"), ("  Asthma  ", "asthma"),
+                                 ("type-2 diabetes", "type 2 diabetes"), ("Type II diabetes", "type 2 diabetes"),
+                                 ("Alzheimer's disease", "alzheimer disease"), ("Café-au-lait", "cafe au lait")])
+def test_normalise(a, b):
+    assert normalise(a) == b
+
+
+def test_normalise_keeps_distinct_names_distinct():
+    assert normalise("hepatitis A") != normalise("hepatitis B")
+    assert normalise("fragile X syndrome") == "fragile x syndrome"
+
+
+@pytest.mark.parametrize("raw,expected", [("HP:0040281", 0.895), ("HP:0040280", 1.0), ("3/4", 0.75),
+                                          ("50%", 0.5), ("", None), ("0/0", None)])
+def test_hpo_frequency(raw, expected):
+    assert parsers.parse_frequency(raw) == expected
+
+
+def test_most_specific_anatomy_inferred_from_closures():
+    closures = {"d1": {"organ", "lung", "bronchus"}, "d2": {"organ", "lung"}, "d3": {"organ", "heart"}}
+    assert parsers.most_specific(closures) == {"d1": {"bronchus"}, "d2": {"lung"}, "d3": {"heart"}}
+
+
+def test_split_xref():
+    assert parsers.split_xref('"MIM:154700"') == ("OMIM", "154700")
+    assert parsers.split_xref("ORDO:558") == ("ORPHA", "558")
+    assert parsers.split_xref("SNOMEDCT_US_2025_09_01:19346006") == ("SNOMEDCT", "19346006")
+    assert parsers.split_xref("url:http://example.org") is None
+
+
+# ---------------------------------------------------------------- graph content
+def test_asthma_symptoms_and_drugs(kg):
+    symptoms = {t.object_name.lower() for t in kg.neighbors(ASTHMA, "has_symptom")}
+    assert {"wheezing", "cough", "dyspnea"} <= symptoms
+    drugs = {t.object_name.lower() for t in kg.neighbors(ASTHMA, "treated_by")}
+    assert {"salbutamol", "budesonide"} <= drugs
+    for t in kg.neighbors(ASTHMA, "treated_by"):
+        assert t.object.startswith("DB") and t.extra["category"] in ("DM", "SYM")
+        assert kg.concept(t.object).category == "drug"
+
+
+def test_hsdn_edges_have_tfidf_weight(kg):
+    hsdn = [t for t in kg.neighbors(ASTHMA, "has_symptom") if t.source == "hsdn"
+            or "hsdn" in t.extra.get("also_sources", ())]
+    assert len(hsdn) > 20
+    assert all(isinstance(t.weight, float) and t.weight > 0 for t in hsdn)
+    mesh_nodes = [n for n in kg.graph if n.startswith("MESH:")]
+    assert mesh_nodes and all(kg.graph.nodes[n]["category"] == "symptom" for n in mesh_nodes)
+
+
+def test_hpo_disease_merged_into_do(kg):
+    marfan = kg.concept(MARFAN)
+    assert "154700" in marfan.xrefs["OMIM"]
+    assert "hpo" in marfan.sources
+    assert "OMIM:154700" not in kg.graph            # merged, not duplicated
+    phen = kg.neighbors(MARFAN, "has_phenotype")
+    assert len(phen) > 20
+    names = {t.object_name for t in phen}
+    assert "Arachnodactyly" in names
+    assert all(t.object.startswith("HP:") and t.source == "hpo" for t in phen)
+    freqs = [t.frequency for t in phen if t.frequency is not None]
+    assert freqs and all(0.0 < f <= 1.0 for f in freqs)
+    assert _ids(kg.lookup("OMIM:154700"))[0] == MARFAN
+
+
+def test_unmapped_hpo_diseases_are_own_nodes(kg):
+    own = [n for n, a in kg.graph.nodes(data=True) if n.startswith(("OMIM:", "ORPHA:"))]
+    assert len(own) > 1000
+    n = own[0]
+    assert kg.concept(n).category == "disease" and kg.concept(n).name != n
+    with_phen = [x for x in own[:200] if kg.neighbors(x, "has_phenotype")]
+    assert with_phen
+
+
+def test_negated_hpo_annotations_are_not_edges(kg):
+    """``NOT`` annotations (phenotype explicitly absent) must not become has_phenotype edges."""
+    hpoa = sources.ensure("hpo") / "phenotype.hpoa"
+    positive, negated = set(), set()
+    with open(hpoa, encoding="utf-8") as fh:
+        for line in fh:
+            parts = line.rstrip("\n").split("\t")
+            if line.startswith("#") or len(parts) < 11 or parts[10] != "P":
+                continue
+            (negated if parts[2] == "NOT" else positive).add((parts[0], parts[3]))
+    # diseases that kept their own node: the edge could only come from this very annotation
+    checked = [(d, p) for d, p in negated - positive if d in kg.graph and p in kg.graph]
+    assert len(checked) > 20
+    assert not any(kg.graph.has_edge(d, p, key="has_phenotype") for d, p in checked)
+    assert any(kg.graph.has_edge(d, p, key="has_phenotype") for d, p in list(positive)[:50] if d in kg.graph)
+
+
+def test_synonyms_and_variants_resolve(kg):
+    for text in ["heart attack", "Heart Attack", "myocardial infarction", "Myocardial   infarction."]:
+        assert _ids(kg.lookup(text))[0] == MI, text
+    for text in ["asthma", "Asthma.", " ASTHMA ", "doid:2841", "DOID:2841", "ICD10CM:J45"]:
+        assert _ids(kg.lookup(text))[0] == ASTHMA, text
+    assert "DOID:9352" in _ids(kg.lookup("type 2 diabetes mellitus"))
+    assert "DOID:9352" in _ids(kg.lookup("Type-II diabetes mellitus", categories=["disease"]))
+    assert kg.lookup("no such disease at all xyz") == []
+    assert all(c.category == "phenotype" for c in kg.lookup("asthma", categories=["phenotype"]))
+
+
+def test_synonym_scopes_kept(kg):
+    a = kg.graph.nodes[ASTHMA]
+    assert len(a["synonyms"]) == len(a["synonym_scopes"])
+    assert set(a["synonym_scopes"]) <= {"EXACT", "RELATED", "NARROW", "BROAD"}
+    scopes = {sc for _, x in kg.graph.nodes(data=True) for sc in x["synonym_scopes"]}
+    assert {"EXACT", "RELATED"} <= scopes
+
+
+def test_is_a_hierarchy(kg):
+    parents = kg.parents(ASTHMA)
+    assert [kg.concept(p).name for p in parents] == ["bronchial disease"]
+    anc = kg.ancestors(ASTHMA)
+    assert anc[0] == parents[0] and "DOID:4" in anc
+    assert MI in [p for c in kg.children(MI) for p in kg.parents(c)]
+    assert kg.parents("HP:0001945")          # phenotypes have parents too
+    assert kg.parents(SYMP_FEVER)
+
+
+def test_anatomy_is_most_specific(kg):
+    sites = {t.object_name for t in kg.neighbors(MI, "located_in")}
+    assert "coronary artery" in sites
+    assert "anatomical structure" not in sites and "anatomical entity" not in sites
+
+
+def test_every_edge_and_node_has_provenance(kg):
+    for u, v, k, d in kg.graph.edges(keys=True, data=True):
+        assert k == d["relation"] and k in RELATIONS
+        src = sources.CATALOG[d["source"]]
+        assert d["license"] == src.license
+        for extra in d.get("also_sources", ()):
+            assert extra in sources.CATALOG
+    for n, a in kg.graph.nodes(data=True):
+        assert a["category"] in CATEGORIES and a["name"]
+        assert a["sources"] and all(s in sources.CATALOG for s in a["sources"])
+
+
+def test_no_obsolete_terms(kg):
+    hp_obo = sources.ensure("hpo") / "hp.obo"
+    obsolete, cur = [], None
+    with open(hp_obo, encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("id: "):
+                cur = line[4:].strip()
+            elif line.startswith("is_obsolete: true"):
+                obsolete.append(cur)
+    assert len(obsolete) > 10
+    assert not any(o in kg.graph for o in obsolete)
+    assert not any(a["name"].lower().startswith("obsolete ") for _, a in kg.graph.nodes(data=True))
+
+
+def test_symptom_phenotype_equivalence(kg):
+    assert HP_FEVER in kg.equivalents(SYMP_FEVER)
+    assert SYMP_FEVER in kg.equivalents(HP_FEVER)
+    assert kg.graph.has_edge(SYMP_FEVER, HP_FEVER, key="xref") and kg.graph.has_edge(HP_FEVER, SYMP_FEVER,
+                                                                                        key="xref")
+    found = kg.diseases_with_finding(SYMP_FEVER)
+    rels = {(t.relation, t.source) for t in found}
+    assert ("has_phenotype", "hpo") in rels             # reached through the HP equivalent
+    assert any(r == "has_symptom" for r, _ in rels)
+    assert all(t.object in ({SYMP_FEVER} | kg.equivalents(SYMP_FEVER)) for t in found)
+
+
+def test_triples_and_text(kg):
+    ts = kg.triples([ASTHMA, MI], relations=["has_symptom", "treated_by"])
+    assert ts and {t.subject for t in ts} == {ASTHMA, MI}
+    assert len({t.id for t in ts}) == len(ts)
+    t = next(t for t in ts if t.object_name == "wheezing")
+    assert t.id == f"{ASTHMA}|has_symptom|{t.object}"
+    assert t.text() == "asthma has symptom wheezing"
+    phen = kg.neighbors(MARFAN, "has_phenotype")[0]
+    assert phen.text().startswith("Marfan syndrome has phenotype ")
+    incoming = kg.neighbors("DB01001", "treated_by", direction="in")
+    assert ASTHMA in {x.subject for x in incoming}
+    with pytest.raises(ValueError):
+        kg.neighbors(ASTHMA, direction="sideways")
+    assert isinstance(ts[0], Triple)
+
+
+def test_subgraph_and_vocabulary(kg):
+    sub = kg.subgraph([ASTHMA], depth=1)
+    assert ASTHMA in sub and "DOID:1176" in sub and sub.number_of_edges() > 40
+    vocab = kg.vocabulary(["disease"])
+    assert all(v.category == "disease" for v in vocab)
+    mi = next(v for v in vocab if v.id == MI)
+    assert "heart attack" in mi.synonyms
+    assert {v.category for v in kg.vocabulary()} == set(CATEGORIES)
+
+
+def test_stats(kg):
+    st = kg.stats()
+    assert st["nodes"] == kg.graph.number_of_nodes() and st["edges"] == kg.graph.number_of_edges()
+    assert set(st["nodes_per_category"]) == set(CATEGORIES)
+    assert set(st["edges_per_relation"]) == set(RELATIONS)
+    assert st["edges_per_source"]["hpo"] > 100_000 and st["edges_per_source"]["hsdn"] > 5_000
+    print("\n" + json.dumps({k: st[k] for k in ("nodes_per_category", "nodes_per_source",
+                                                "edges_per_relation", "edges_per_source")}))
+
+
+# ---------------------------------------------------------------- persistence and versioning
+def test_save_load_roundtrip(kg, tmp_path):
+    path = kg.save(tmp_path / "kg.pkl")
+    t0 = time.perf_counter()
+    loaded = KnowledgeGraph.load(path)
+    seconds = time.perf_counter() - t0
+    print(f"\nKG load: {seconds:.2f}s, artefact {path.stat().st_size / 1e6:.1f} MB")
+    assert seconds <= 5.0
+    assert loaded.stats() == kg.stats()
+    assert loaded.version == kg.version
+    assert _ids(loaded.lookup("heart attack"))[0] == MI
+    assert [t.id for t in loaded.neighbors(ASTHMA)] == [t.id for t in kg.neighbors(ASTHMA)]
+    assert loaded.graph.has_edge(SYMP_FEVER, HP_FEVER, key="xref")
+
+
+def test_load_rejects_foreign_file(tmp_path):
+    bad = tmp_path / "bad.pkl"
+    import pickle
+    bad.write_bytes(pickle.dumps({"hello": 1}))
+    with pytest.raises(ValueError, match="rebuild"):
+        KnowledgeGraph.load(bad)
+
+
+def test_load_or_build_reuses_artefact(kg, home):
+    path = artefact_path(kg.version)
+    assert path.exists() and kg.version in path.name
+    assert str(path).startswith(str(home))
+    mtime = path.stat().st_mtime_ns
+    again = load_or_build()
+    assert again.version == kg.version and path.stat().st_mtime_ns == mtime
+    assert again.stats() == kg.stats()
+
+
+def test_version_follows_input_checksums(kg, tmp_path):
+    ids = kg_build.resolve_sources(None, False)
+    located = kg_build.locate(ids)
+    assert kg_build.compute_version(located) == kg.version
+    same = tmp_path / "same.tsv"
+    shutil.copyfile(located["pharmacotherapydb"], same)
+    assert kg_build.compute_version({**located, "pharmacotherapydb": same}) == kg.version
+    changed = tmp_path / "changed.tsv"
+    shutil.copyfile(located["pharmacotherapydb"], changed)
+    with open(changed, "a", encoding="utf-8") as fh:
+        fh.write("DOID:2841\tDB00000\tasthma\tPlacebo\tDM\t1\t1\n")
+    assert kg_build.compute_version({**located, "pharmacotherapydb": changed}) != kg.version
+    fewer = {k: v for k, v in located.items() if k != "hsdn"}
+    assert kg_build.compute_version(fewer) != kg.version
+
+
+def test_bad_source_selection():
+    with pytest.raises(BuildError, match="unknown source"):
+        kg_build.resolve_sources(["no-such-source"], False)
+    with pytest.raises(BuildError, match="do-humando"):
+        kg_build.resolve_sources(["hpo"], False)
+    with pytest.raises(BuildError, match="not knowledge-graph"):
+        kg_build.resolve_sources(["do-humando", "medquad"], False)
+
+
+def test_subset_build_without_hpo(home):
+    sub = load_or_build(sources=["do-humando", "do-obo-2016", "do-disease-symptom", "do-symp"])
+    st = sub.stats()
+    assert "phenotype" not in st["nodes_per_category"]
+    assert st["edges_per_relation"]["has_symptom"] > 1000
+    assert _ids(sub.lookup("heart attack"))[0] == MI
+
+
+def test_optional_ddxplus_subset(home):
+    g = load_or_build(sources=["do-humando", "do-xrefs", "do-obo-2016"], include_ddxplus=True)
+    conditions = [n for n, a in g.graph.nodes(data=True) if n.startswith("DDX:") and a["category"] == "disease"]
+    assert len(conditions) == 49
+    gerd = g.lookup("GERD", categories=["disease"])[0]
+    assert gerd.id.startswith("DDX:")
+    assert "DOID:8534" in g.equivalents(gerd.id)
+    symptoms = g.neighbors(gerd.id, "has_symptom")
+    assert symptoms and all(t.source == "ddxplus-conditions" for t in symptoms)
+    assert not any(v.id.startswith("DDX:") for v in g.vocabulary(["symptom"]))
+    default = load_or_build(sources=["do-humando", "do-xrefs", "do-obo-2016"])
+    assert default.version != g.version and not any(n.startswith("DDX:") for n in default.graph)
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_stats_and_show(kg, capsys):
+    from clinicalrag.cli import main
+
+    assert main(["kg", "stats", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st["version"] == kg.version and st["edges_per_relation"]["treated_by"] > 1000
+
+    assert main(["kg", "show", "heart attack", "--json", "--limit", "3"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["concept"]["id"] == MI
+    assert all(len(g["shown"]) <= 3 for g in card["triples"].values())
+    assert all(t["source"] and t["license"] for g in card["triples"].values() for t in g["shown"])
+
+    assert main(["kg", "show", "asthma"]) == 0
+    text = capsys.readouterr().out
+    assert "DOID:2841" in text and "treated_by" in text and "provenance" in text
+
+    assert main(["kg", "show", "asthmaa"]) == 2
+    err = capsys.readouterr().err
+    assert "no concept named" in err and "asthma" in err.lower()

@@ -1,0 +1,287 @@
+"""MEE agent: deterministic extraction over the real knowledge-graph vocabulary, fuzzy linking through scispaCy's
+candidate generator, abbreviations, ConText flags, demographics, durations, cache reuse and the LLM merge path
+(against a scripted OpenAI-compatible server on 127.0.0.1 and, marked ``llm``, a real llama.cpp server)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from agents.mee import MEE, find_age_sex, find_durations
+from agents.types import Extraction
+
+try:
+    import support.llama_server as srv_support
+except ModuleNotFoundError:  # tests/ made a package
+    import tests.support.llama_server as srv_support
+
+faulty_server = srv_support.faulty_server
+llama_server = srv_support.llama_server
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    home = tmp_path_factory.mktemp("crag-home")
+    mp.setenv("CLINICALRAG_HOME", str(home))
+    yield home
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def kg(home):
+    from knowledge.kg import load_or_build
+
+    return load_or_build()
+
+
+@pytest.fixture(scope="module")
+def vocabulary(kg):
+    return kg.vocabulary()
+
+
+@pytest.fixture(scope="module")
+def mee(vocabulary, home):
+    return MEE(vocabulary)
+
+
+def by_text(ex: Extraction, text: str):
+    hits = [e for e in ex.entities if e.text.lower() == text.lower()]
+    assert hits, f"{text!r} not extracted: {[(e.text, e.concept_id) for e in ex.entities]}"
+    return hits[0]
+
+
+def test_paper_example(mee):
+    text = "45-year-old woman with wheezing and shortness of breath, no fever, mother has asthma"
+    ex = mee.extract(text)
+    assert ex.age_years == 45 and ex.sex == "female"
+    wheeze = by_text(ex, "wheezing")
+    sob = by_text(ex, "shortness of breath")
+    for e in (wheeze, sob):
+        assert e.category == "symptom" and e.positive
+        assert e.concept_id and e.concept_id.split(":")[0] in ("SYMP", "HP")
+        assert text[e.start:e.end] == e.text
+    assert "dyspn" in sob.concept_name.lower()
+    fever = by_text(ex, "fever")
+    assert fever.negated and fever.concept_id.split(":")[0] in ("SYMP", "HP")
+    asthma = by_text(ex, "asthma")
+    assert asthma.family and not asthma.negated and asthma.category == "disease"
+    assert {e.text for e in ex.positive()} >= {"wheezing", "shortness of breath"}
+    assert "fever" not in {e.text for e in ex.positive()}
+
+
+def test_duration_and_positive_findings(mee):
+    ex = mee.extract("3 days of fever and cough")
+    assert [d.days for d in ex.durations] == [3.0]
+    assert {e.text for e in ex.positive()} == {"fever", "cough"}
+    assert all(not e.negated for e in ex.entities)
+
+
+@pytest.mark.parametrize("text,days", [
+    ("fever for 3 days", 3.0), ("cough since 2 weeks", 14.0), ("headache x2 weeks", 14.0),
+    ("vomiting over the past 48 hours", 2.0), ("a 2-week history of diarrhoea", 14.0),
+    ("rash for three months", 90.0), ("no duration given", None),
+])
+def test_durations(text, days):
+    got = find_durations(text)
+    assert ([d.days for d in got][:1] or [None])[0] == days
+
+
+@pytest.mark.parametrize("text,age,sex", [
+    ("45-year-old woman", 45, "female"), ("45 yo M with chest pain", 45, "male"),
+    ("a 3-month-old boy with fever", 0.25, "male"), ("F, 62, dizziness", 62, "female"),
+    ("male aged 70 with cough", 70, "male"), ("patient with fever", None, None),
+])
+def test_age_and_sex(text, age, sex):
+    got_age, got_sex, _ = find_age_sex(text)
+    assert got_sex == sex
+    assert (got_age is None and age is None) or got_age == pytest.approx(age, abs=1e-3)
+
+
+def test_abbreviations(mee):
+    ex = mee.extract("Pt c/o SOB and chest pain (CP) x2 weeks. CP worse on exertion. Also N/V. PMH: HTN.")
+    sob = by_text(ex, "SOB")
+    assert "dyspn" in (sob.concept_name or "").lower() or "breath" in (sob.concept_name or "").lower()
+    chest = by_text(ex, "chest pain")
+    # the defined abbreviation "CP" resolves to the same concept; it is de-duplicated to the first mention
+    assert not [e for e in ex.entities if e.text == "CP" and e.concept_id != chest.concept_id]
+    names = {(e.concept_name or "").lower() for e in ex.entities}
+    assert "nausea" in names and "vomiting" in names
+    htn = by_text(ex, "HTN")
+    assert htn.category == "disease" and "hypertension" in htn.concept_name.lower()
+    assert htn.historical and htn.section == "past_medical_history"
+    assert [d.days for d in ex.durations] == [14.0]
+
+
+def test_document_defined_abbreviation_wins_over_map(mee):
+    # "CP" is chest pain in the clinical map, but this text defines it as cerebral palsy
+    ex = mee.extract("Child with cerebral palsy (CP) and seizures. CP diagnosed at age 2.")
+    cp = [e for e in ex.entities if e.text == "CP"]
+    palsy = by_text(ex, "cerebral palsy")
+    assert all(e.concept_id == palsy.concept_id for e in cp)
+    assert "chest pain" not in {(e.concept_name or "").lower() for e in ex.entities}
+
+
+def test_misspellings_linked_by_candidate_generator(mee):
+    assert mee.linker is not None, mee.linker_error
+    ex = mee.extract("He reports wheezng and a persistant cuogh.")
+    w = by_text(ex, "wheezng")
+    assert w.concept_name.lower() == "wheezing" and 0.5 < w.link_score < 1.0
+    c = by_text(ex, "cuogh")
+    assert c.concept_name.lower() == "cough"
+    # ordinary words are not turned into findings
+    assert not [e for e in ex.entities if e.text.lower() in ("reports", "persistant")]
+
+
+def test_candidate_generator_direct(mee):
+    cands = mee.linker.candidates(["dyspnoea", "hypertensoin"])
+    assert cands[0] and mee.lexicon.concepts[cands[0][0][0]].name.lower() == "dyspnea"
+    assert cands[1] and "hypertension" in mee.lexicon.concepts[cands[1][0][0]].name.lower()
+
+
+def test_drug_mention(mee):
+    ex = mee.extract("Asthmatic boy taking albuterol, no longer on prednisone.")
+    alb = by_text(ex, "albuterol")
+    assert alb.category == "drug" and alb.concept_id and alb.concept_id.startswith("DB")
+
+
+def test_negation_cues(mee):
+    ex = mee.extract("She denies chest pain. Negative for cough. Free of headache. Has nausea.")
+    assert by_text(ex, "chest pain").negated
+    assert by_text(ex, "cough").negated
+    assert by_text(ex, "headache").negated
+    assert not by_text(ex, "nausea").negated
+
+
+def test_family_history_section_and_dedupe(mee):
+    text = "Cough and fever. Cough worse at night. Family history: diabetes mellitus."
+    ex = mee.extract(text)
+    coughs = [e for e in ex.entities if e.text.lower() == "cough"]
+    assert len(coughs) == 1 and coughs[0].start == 0
+    dm = by_text(ex, "diabetes mellitus")
+    assert dm.family and dm.section == "family_history" and not dm.positive
+
+
+def test_positive_and_negated_mentions_kept_distinct(mee):
+    ex = mee.extract("Fever yesterday. Today no fever.")
+    fevers = [e for e in ex.entities if e.text.lower() == "fever"]
+    assert len(fevers) == 2 and {f.negated for f in fevers} == {True, False}
+
+
+def test_offsets_point_into_original_text(mee):
+    text = "  62 yo F   with  headaches,\n night sweats and   dyspnoea for the past 2 weeks. "
+    ex = mee.extract(text)
+    assert ex.entities
+    for e in ex.entities:
+        assert text[e.start:e.end] == e.text
+    assert ex.age_years == 62 and ex.sex == "female"
+    assert {"headache", "night sweats"} <= {(e.concept_name or "").lower() for e in ex.entities}
+
+
+def test_empty_and_bad_input(mee):
+    assert mee.extract("") == Extraction()
+    assert mee.extract("   \n ") == Extraction()
+    with pytest.raises(TypeError):
+        mee.extract(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        mee.extract(None)  # type: ignore[arg-type]
+
+
+def test_warm_extraction_is_fast(mee):
+    text = ("A 58-year-old man presents with a 3-day history of productive cough, fever and shortness of "
+            "breath. He reports pleuritic chest pain and fatigue, denies hemoptysis or weight loss. He has a "
+            "history of hypertension and type 2 diabetes mellitus and takes metformin. His father had "
+            "myocardial infarction. On examination he is febrile with crackles at the right lung base. No "
+            "leg swelling. Nausea without vomiting since yesterday, and mild headache.")
+    assert 80 <= len(text.split()) <= 120
+    mee.extract(text)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        ex = mee.extract(text)
+    per_call = (time.perf_counter() - t0) / 5
+    assert len(ex.positive()) >= 5
+    assert per_call < 0.1, f"warm extract took {per_call * 1000:.1f} ms"
+
+
+def test_second_start_uses_cache(vocabulary, mee, home):
+    assert any(mee.cache_dir.glob("lexicon-*.pkl")) and any(mee.cache_dir.glob("linker-*/nmslib_index.bin"))
+    again = MEE(vocabulary)
+    assert again.timings.get("linker_build", 0.0) == 0.0
+    assert again.timings["lexicon"] < max(mee.timings["lexicon"], 0.5) + 0.5
+    text = "wheezng and fever"
+    assert [e.concept_id for e in again.extract(text).entities] == [e.concept_id for e in mee.extract(text).entities]
+
+
+def test_injected_vocabulary_without_linker(tmp_path):
+    from knowledge.kg import VocabEntry
+
+    vocab = [VocabEntry(id="SYMP:1", name="wheezing", synonyms=["wheeze"], category="symptom"),
+             VocabEntry(id="DOID:1", name="asthma", synonyms=[], category="disease"),
+             VocabEntry(id="X:1", name="all", synonyms=["ALL"], category="disease")]
+    m = MEE(vocab, cache_dir=tmp_path, fuzzy=False)
+    ex = m.extract("All patients: wheeze, then ALL was diagnosed, asthma ruled out? No asthma.")
+    ids = [e.concept_id for e in ex.entities]
+    assert "SYMP:1" in ids and "DOID:1" in ids
+    # "All" (common word) is not matched; the upper-case acronym is
+    assert [e.text for e in ex.entities if e.concept_id == "X:1"] == ["ALL"]
+
+
+# ------------------------------------------------------------------------------------------------ LLM merge
+
+
+def _client(srv, **kw):
+    from agents.llm import LLMClient, LLMConfig
+
+    cfg = dict(base_url=srv.base_url, model=srv.model, timeout=10.0, max_retries=0, max_tokens=256)
+    cfg.update(kw)
+    return LLMClient(LLMConfig(**cfg))
+
+
+def test_llm_merge_with_scripted_server(vocabulary, faulty_server, mee):
+    reply = {"entities": [
+        {"text": "wheezing", "category": "symptom", "negated": False},          # also found by rules -> both
+        {"text": "night-time dyspnoea", "category": "symptom", "negated": False},  # not in the text -> dropped
+        {"text": "pneumonia", "category": "disease", "negated": False},         # invented -> dropped
+        {"text": "feeling off", "category": "symptom", "negated": False},       # only the LLM found it
+    ]}
+    faulty_server.default = srv_support.ok(json.dumps(reply))
+    m = MEE(vocabulary, llm=_client(faulty_server))
+    text = "Toddler with wheezing, feeling off since yesterday, no fever."
+    ex = m.extract(text)
+    assert by_text(ex, "wheezing").origin == "both"
+    off = by_text(ex, "feeling off")
+    assert off.origin == "llm" and text[off.start:off.end] == "feeling off"
+    assert "pneumonia" not in {e.text.lower() for e in ex.entities}
+    assert by_text(ex, "fever").negated and by_text(ex, "fever").origin == "rules"
+    assert any("not found in the text" in w for w in ex.warnings)
+    assert faulty_server.chat_requests(), "the LLM was not called"
+    # the rules-only result is a subset of the merged one
+    rules = {(e.text, e.concept_id) for e in mee.extract(text).entities}
+    assert rules <= {(e.text, e.concept_id) for e in ex.entities}
+
+
+def test_llm_failure_degrades_to_rules(vocabulary, mee):
+    from agents.llm import LLMClient, LLMConfig
+
+    bad = LLMClient(LLMConfig(base_url=srv_support.closed_port_url(), model="none", timeout=2.0, max_retries=0))
+    m = MEE(vocabulary, llm=bad)
+    text = "wheezing and no fever"
+    ex = m.extract(text)
+    assert [e.concept_id for e in ex.entities] == [e.concept_id for e in mee.extract(text).entities]
+    assert any("LLM entity extraction failed" in w for w in ex.warnings)
+    # a disabled client is simply not used (no warning)
+    off = MEE(vocabulary, llm=LLMClient(LLMConfig()))
+    assert off.extract(text).warnings == []
+
+
+@pytest.mark.llm
+def test_llm_merge_with_real_llama_server(vocabulary, llama_server):
+    m = MEE(vocabulary, llm=_client(llama_server, timeout=120.0, max_tokens=200))
+    text = "45-year-old woman with wheezing and shortness of breath, no fever, mother has asthma"
+    ex = m.extract(text)
+    # whatever the small model says, nothing outside the text survives and the rule findings stay
+    for e in ex.entities:
+        assert text[e.start:e.end] == e.text
+        assert e.origin in ("rules", "llm", "both")
+    assert by_text(ex, "wheezing").positive and by_text(ex, "fever").negated
