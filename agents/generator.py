@@ -145,13 +145,14 @@ class Generator:
                                           citations=[c.strip().strip("[]") for c in d.citations]))
         if v.insufficient or not items:
             return Draft(text=INSUFFICIENT, insufficient=True, origin="llm"), info, None
-        lines = ["Differential diagnosis (for clinician review):"]
+        lines = ["### Differential diagnosis (for clinician review)"]
         for it in items:
-            lines.append(f"{it.rank}. {it.diagnosis} — {it.likelihood} likelihood. {it.rationale} "
-                         f"{cite(it.citations, spans)}".rstrip())
+            lines.append(f"#### {it.rank}. {it.diagnosis} (likelihood: {it.likelihood})")
+            if it.rationale:
+                lines.append(f"   {_cite_each(it.rationale, cite(it.citations, spans))}")
         steps = []
         if v.next_steps:
-            lines.append("Suggested next steps:")
+            lines.append("### Suggested next steps")
             for st in v.next_steps[:5]:
                 line = f"{st.text.strip()} {cite([c.strip().strip('[]') for c in st.citations], spans)}".rstrip()
                 steps.append(line)
@@ -164,12 +165,12 @@ class Generator:
         ev_by_id = {e.id: e for e in evidence}
         used: set[str] = set()
         items: list[DifferentialItem] = []
-        lines = ["Differential diagnosis (for clinician review):"]
+        lines = ["### Differential diagnosis (for clinician review)"]
         top = candidates[0].score if candidates else 0.0
         for c in candidates:
             if len(items) >= self.k:
                 break
-            support = [i for i in c.supporting if i in by_id and i not in used][:2]
+            support = [i for i in (_eid(t) for t in c.supporting) if i in by_id and i not in used][:2]
             name_terms = terms(c.name)
             chunk_ids = [s.evidence_id for s in kept
                          if s.evidence_id not in used and ev_by_id[s.evidence_id].kind == "chunk"
@@ -181,22 +182,22 @@ class Generator:
                 continue
             rel = c.score / top if top else 0.0
             lik = "high" if rel >= 0.75 else "moderate" if rel >= 0.4 else "low"
-            parts = [f"{by_id[i].text} {cite([i], {i: by_id[i].span})}" for i in chosen]
+            parts = [_cite_each(by_id[i].text, cite([i], {i: by_id[i].span})) for i in chosen]
             items.append(DifferentialItem(rank=len(items) + 1, diagnosis=c.name, concept_id=c.concept_id,
                                           likelihood=lik, rationale=" ".join(parts), citations=chosen))
             used.update(chosen)
-            lines.append(f"{items[-1].rank}. {c.name} — {lik} likelihood (knowledge-graph score {c.score:.2f}).")
+            lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: {lik}; score {c.score:.2f})")
             lines.extend(f"   {p}" for p in parts)
         if not items:
             # no rankable disease: report the most relevant reference passages, and escalate
             lines = ["No diagnosis could be ranked from the knowledge graph for these findings.",
                      "Most relevant reference passages:"]
             for s in [s for s in kept if ev_by_id[s.evidence_id].kind == "chunk"][:3]:
-                lines.append(f"- {s.text} {cite([s.evidence_id], {s.evidence_id: s.span})}")
+                lines.append(f"- {_cite_each(s.text, cite([s.evidence_id], {s.evidence_id: s.span}))}")
             return Draft(text="\n".join(lines + [INSUFFICIENT]), insufficient=True, origin="extractive")
         steps = self._next_steps(items, kept, ev_by_id)
         if steps:
-            lines.append("Suggested next steps (from the retrieved references):")
+            lines.append("### Suggested next steps (from the retrieved references)")
             lines.extend(f"- {s}" for s in steps)
         return Draft(differential=items, next_steps=steps, text="\n".join(lines), origin="extractive")
 
@@ -223,6 +224,19 @@ class Generator:
             if len(out) >= limit:
                 break
         return out
+
+
+def _eid(triple_id: str) -> str:
+    """Evidence id of a KG triple id."""
+    return triple_id if triple_id.startswith("G:") else f"G:{triple_id}"
+
+
+def _cite_each(text: str, citation: str) -> str:
+    """Put the citation after every sentence of ``text`` (each sentence is a claim the verifier checks)."""
+    if not citation:
+        return text
+    spans = sentences(text) or [(0, len(text))]
+    return " ".join(f"{text[a:b]} {citation}" for a, b in spans)
 
 
 def _match_candidate(name: str, candidates: list[Candidate]) -> str | None:

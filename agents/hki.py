@@ -44,14 +44,17 @@ class HKIResult:
 # ---- evidence constructors ----------------------------------------------------------------------------------
 
 def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
+    from .knl import triple_sentence
+
     src = getattr(t, "source", "") or ""
+    extra = getattr(t, "extra", None) or {}
+    meta = {"relation": t.relation, "subject_name": t.subject_name, "object_name": t.object_name,
+            "weight": t.weight, "frequency": t.frequency, "source": src, "category": extra.get("category")}
     return Evidence(
-        id=f"G:{t.id}", role="G", kind="triple", text=t.text(), score=round(float(score), 4), query=query,
+        id=f"G:{t.id}", role="G", kind="triple", text=triple_sentence(t.subject_name, t.relation, t.object_name, meta),
+        score=round(float(score), 4), query=query,
         title=f"{t.subject_name} — {t.relation.replace('_', ' ')} — {t.object_name}", source=_source_name(src),
-        license=getattr(t, "license", None), concept_ids=[t.subject, t.object],
-        meta={"relation": t.relation, "subject_name": t.subject_name, "object_name": t.object_name,
-              "weight": t.weight, "frequency": t.frequency, "source": src,
-              "category": getattr(t, "category", None)})
+        license=getattr(t, "license", None), concept_ids=[t.subject, t.object], meta=meta)
 
 
 def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence | None:
@@ -114,6 +117,17 @@ class HKI:
         self.index = index
         self.kg = kg
         self.ranker = ranker
+        self._entity_roles: set[str] | None = None
+
+    def entity_roles(self) -> set[str]:
+        """Sources whose entity-keyed index is non-empty in the built index."""
+        if self._entity_roles is None:
+            try:
+                counts = self.index.status().get("counts", {}).get("entities", {})
+                self._entity_roles = {r for r, n in counts.items() if n}
+            except Exception:  # noqa: BLE001 — an index without status: assume all
+                self._entity_roles = {"G", "B", "O"}
+        return self._entity_roles
 
     def retrieve(self, extraction: Extraction | None, presentation: str, p: RetrievalParams,
                  expansions: list[str] | None = None) -> HKIResult:
@@ -139,7 +153,7 @@ class HKI:
         # 1. entity-keyed retrieval per source (Eq. 2, 3)
         keys = [e.concept_name or e.text for e in positives]
         if keys:
-            src = tuple(s for s in p.sources)
+            src = tuple(s for s in p.sources if s in self.entity_roles())
             results = self.index.entity_search_many(keys, k=p.top_k, sources=src, min_score=p.min_entity_score)
             for ent, res in zip(positives, results):
                 ids: list[str] = []
@@ -150,22 +164,33 @@ class HKI:
                         else:
                             ids += self._bo_hit(h, ent, qterms, p, add)
                 coverage[ent.text] = [i for i in ids if i]
-        # 2. chunk-level hybrid search with the whole presentation (+ corrective expansions)
+        # 2. chunk-level hybrid search with the whole presentation (+ corrective expansions), per source so each
+        #    source contributes its own top-k (Eq. 3), and disease mentions in the hits for candidate fusion
         queries = [presentation] + list(expansions or [])
+        text_votes: dict[str, tuple[float, str]] = {}   # disease id -> (best relevance, evidence id)
         if p.chunk_k > 0:
             for qi, q in enumerate(queries):
-                hits = self.index.search(q, k=p.chunk_k, sources=list(p.sources), mode="hybrid")
-                if not hits:
-                    continue
-                top = max(h.score for h in hits) or 1.0
-                for rank, h in enumerate(hits):
-                    rel = 0.85 * (h.score / top) * (1.0 - 0.03 * rank)
-                    if getattr(h, "dense_score", None) is not None and h.dense_score is not None:
-                        rel = max(rel * 0.5 + 0.5 * float(h.dense_score), 0.0)
-                    if rel < p.min_chunk_score:
+                for role in p.sources:
+                    hits = self.index.search(q, k=p.chunk_k, sources=[role], mode="hybrid")
+                    if not hits:
                         continue
-                    add(chunk_evidence(h, rel, query="presentation" if qi == 0 else f"expansion:{q[:60]}"))
-        # 3. KG differential ranking with explanation triples
+                    top = max(h.score for h in hits) or 1.0
+                    for rank, h in enumerate(hits):
+                        rel = 0.85 * (h.score / top) * (1.0 - 0.03 * rank)
+                        if h.dense_score is not None:
+                            rel = max(rel * 0.5 + 0.5 * float(h.dense_score), 0.0)
+                        if rel < p.min_chunk_score:
+                            continue
+                        ev = chunk_evidence(h, rel, query="presentation" if qi == 0 else f"expansion:{q[:60]}")
+                        if qi == 0 and role in ("B", "O"):
+                            did = self._disease_of(ev.meta.get("focus") or "")
+                            if did:
+                                ev.concept_ids.append(did)
+                                if rel > text_votes.get(did, (0.0, ""))[0]:
+                                    text_votes[did] = (rel * (1.0 - 0.05 * rank), ev.id)
+                        add(ev)
+        # 3. KG differential ranking with explanation triples, fused with the diseases the reference texts
+        #    retrieved for the whole presentation are about (score = KG score / top KG score + beta * text score)
         candidates: list[Candidate] = []
         if self.ranker is not None and "G" in p.sources and positives:
             findings = [e for e in positives if e.concept_id and e.category in ("symptom", "test", "anatomy")]
@@ -173,7 +198,9 @@ class HKI:
             candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
-            top = candidates[0].score if candidates else 1.0
+        candidates = self._fuse(candidates, text_votes, p)
+        if candidates:
+            top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
                 rel = 0.6 + 0.4 * (c.score / top if top else 0)
                 keep = rank < p.differential_k
@@ -184,22 +211,29 @@ class HKI:
                 concept = self.kg.concept(c.concept_id)
                 if concept is not None:
                     add(concept_evidence(concept, rel * 0.95, query=c.name), must_keep=keep)
-                if keep and ("B" in p.sources or "O" in p.sources):
-                    self._candidate_chunks(c, qterms, p, add)
-        # 4. dynamic integration: must-keep items first (the differential's explanation), then by relevance
+                if c.concept_id in text_votes and keep:
+                    must.append(text_votes[c.concept_id][1])
+            self._candidate_chunks(candidates[: p.differential_k], qterms, p, add)
+        # 4. dynamic integration: the differential's explanation first, then a share for every source, then the
+        #    rest by relevance
         ordered = sorted(pool.values(), key=lambda e: -e.score)
         chosen: list[Evidence] = []
-        seen = set()
-        for i in must:
-            if i in pool and i not in seen and len(chosen) < p.max_evidence:
-                chosen.append(pool[i])
-                seen.add(i)
-        for ev in ordered:
-            if len(chosen) >= p.max_evidence:
-                break
-            if ev.id not in seen:
+        seen: set[str] = set()
+
+        def take(ev: Evidence) -> None:
+            if ev.id not in seen and len(chosen) < p.max_evidence:
                 chosen.append(ev)
                 seen.add(ev.id)
+
+        for i in must:
+            if i in pool:
+                take(pool[i])
+        share = max(2, p.max_evidence // (2 * max(1, len(p.sources))))
+        for role in p.sources:
+            for ev in [e for e in ordered if e.role == role][:share]:
+                take(ev)
+        for ev in ordered:
+            take(ev)
         chosen.sort(key=lambda e: -e.score)
         kept = {e.id for e in chosen}
         coverage = {k: [i for i in v if i in kept] for k, v in coverage.items()}
@@ -207,6 +241,40 @@ class HKI:
                          warnings=warnings)
 
     # ---- helpers -------------------------------------------------------------------------------------------
+    def _disease_of(self, focus: str) -> str | None:
+        """The KG disease a reference document is about (its focus), if the name resolves."""
+        if not focus:
+            return None
+        cache = self.__dict__.setdefault("_focus_cache", {})
+        if focus not in cache:
+            hits = self.kg.lookup(focus, categories=["disease"])
+            cache[focus] = hits[0].id if hits else None
+        return cache[focus]
+
+    def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
+              p: RetrievalParams, beta: float = 0.6) -> list[Candidate]:
+        if not votes:
+            return candidates
+        top = candidates[0].score if candidates else 0.0
+        by_id = {c.concept_id: c for c in candidates}
+        fused: list[Candidate] = []
+        for c in candidates:
+            kg_part = c.score / top if top else 0.0
+            text = votes.get(c.concept_id, (0.0, ""))[0]
+            expl = c.explanation + (f"; reference texts about it match the presentation ({text:.2f})" if text else "")
+            fused.append(c.model_copy(update={"score": round(kg_part + beta * text, 4), "explanation": expl}))
+        for did, (text, _eid) in votes.items():
+            if did in by_id:
+                continue
+            concept = self.kg.concept(did)
+            if concept is None:
+                continue
+            fused.append(Candidate(concept_id=did, name=concept.name, score=round(beta * text, 4),
+                                   explanation=f"reference texts about {concept.name} match the presentation "
+                                               f"({text:.2f}); no knowledge-graph findings matched"))
+        fused.sort(key=lambda c: -c.score)
+        return fused[: max(10, p.differential_k * 2)]
+
     def _triple(self, tid: str):
         try:
             s, rel, o = tid.split("|")
@@ -243,16 +311,20 @@ class HKI:
             ids.append(add(chunk_evidence(c, h.score * 0.95, query=ent.text)))
         return [i for i in ids if i]
 
-    def _candidate_chunks(self, c: Candidate, qterms: set[str], p: RetrievalParams, add) -> None:
-        roles = tuple(r for r in ("B", "O") if r in p.sources)
-        res = self.index.entity_search_many([c.name], k=1, sources=roles, min_score=0.8)[0]
-        for role, hits in res.items():
-            for h in hits[:1]:
-                chunks = sorted(h.knowledge or [], key=lambda ch: -_section_score(ch, qterms))
-                for ch in chunks[:2]:
-                    ev = chunk_evidence(ch, h.score * 0.8, query=c.name)
-                    ev.concept_ids.append(c.concept_id)
-                    add(ev)
+    def _candidate_chunks(self, cands: list[Candidate], qterms: set[str], p: RetrievalParams, add) -> None:
+        """Reference passages about each top candidate (one batched entity look-up for all of them)."""
+        roles = tuple(r for r in ("B", "O") if r in p.sources and r in self.entity_roles())
+        if not roles or not cands:
+            return
+        results = self.index.entity_search_many([c.name for c in cands], k=1, sources=roles, min_score=0.8)
+        for c, res in zip(cands, results):
+            for role, hits in res.items():
+                for h in hits[:1]:
+                    chunks = sorted(h.knowledge or [], key=lambda ch: -_section_score(ch, qterms))
+                    for ch in chunks[:2]:
+                        ev = chunk_evidence(ch, h.score * 0.8, query=c.name)
+                        ev.concept_ids.append(c.concept_id)
+                        add(ev)
 
 
 def _section_score(chunk, qterms: set[str]) -> float:

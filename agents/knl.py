@@ -37,14 +37,19 @@ def _freq_note(meta: dict) -> str:
     return f" ({'; '.join(bits)})" if bits else ""
 
 
+def triple_sentence(subject_name: str, relation: str, object_name: str, meta: dict | None = None) -> str:
+    """The template sentence of one KG triple (also the evidence text of the triple, so claims built from it
+    can be checked word for word)."""
+    pat = _REL.get(relation, "{s} " + relation.replace("_", " ") + " {o}")
+    txt = pat.format(s=subject_name or "?", o=object_name or "?")
+    return txt[0].upper() + txt[1:] + _freq_note(meta or {}) + "."
+
+
 def template(ev: Evidence, query_terms: set[str] | None = None, max_sentences: int = 3) -> Sentence:
     """T(k): a deterministic sentence for one evidence item."""
     m = ev.meta
     if ev.kind == "triple":
-        rel = m.get("relation", "")
-        pat = _REL.get(rel, "{s} " + rel.replace("_", " ") + " {o}")
-        txt = pat.format(s=m.get("subject_name", "?"), o=m.get("object_name", "?"))
-        txt = txt[0].upper() + txt[1:] + _freq_note(m) + "."
+        txt = triple_sentence(m.get("subject_name", "?"), m.get("relation", ""), m.get("object_name", "?"), m)
         return Sentence(evidence_id=ev.id, text=txt)
     if ev.kind == "concept":
         return Sentence(evidence_id=ev.id, text=f"{ev.title}: {ev.text.strip()}")

@@ -37,6 +37,7 @@ import pickle
 import shutil
 import re
 import time
+import warnings as _warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ LEXICON_VERSION = 2  # bump when build_lexicon changes
 # HNSW parameters of the fuzzy-linking index (scispaCy uses M=100, efConstruction=2000 for 3M UMLS aliases).
 ANN_M = 16
 ANN_EF_CONSTRUCTION = 100
+ANN_EF_SEARCH = 200
 PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "mee.txt"
 
 # Vocabulary category -> Entity.category.
@@ -249,6 +251,9 @@ def _is_acronym(term: str) -> bool:
 
 def _keep_term(term: str, stop_words: frozenset[str] | set[str]) -> bool:
     low = term.lower()
+    if _is_acronym(term) and " " not in term:
+        # matched case-sensitively only ("ALL" the leukemia, never "all"); two letters only when not a word
+        return len(term) >= 3 or low not in stop_words
     if low in JUNK_TERMS or low in stop_words:
         return False
     if len(low) < 3:
@@ -319,7 +324,7 @@ def build_lexicon(vocabulary: Sequence[VocabEntryLike], tokenize) -> Lexicon:
 class Linker:
     """scispaCy ``CandidateGenerator`` over a TF-IDF char-3-gram ANN index of the vocabulary aliases."""
 
-    def __init__(self, lexicon: Lexicon, cache_dir: Path, *, ef_search: int = 100):
+    def __init__(self, lexicon: Lexicon, cache_dir: Path, *, ef_search: int = ANN_EF_SEARCH):
         from scispacy.candidate_generation import (  # noqa: PLC0415
             CandidateGenerator,
             LinkerPaths,
@@ -612,9 +617,6 @@ class MEE:
                     out.append((i, j + 1, ids))
         return out
 
-    def _concept_for_key(self, key: str, history: bool = False) -> list[str]:
-        return list(self.lexicon.phrases.get(key, ()))
-
     def _pick(self, ids: list[str], history: bool) -> str:
         if not history or len(ids) == 1:
             return ids[0]
@@ -739,7 +741,9 @@ class MEE:
         defined: dict[str, str] = {}
         doc._.abbreviations = []  # never append to the extension's shared default list
         try:
-            self.abbreviation_detector(doc)
+            with _warnings.catch_warnings():
+                _warnings.filterwarnings("ignore", message=r"\[W036\]")  # matchers without patterns
+                self.abbreviation_detector(doc)
             for short in doc._.abbreviations:
                 long_form = short._.long_form
                 if long_form is not None:
@@ -755,7 +759,10 @@ class MEE:
                     candidates.append((short, {"ids": ids, "score": score, "origin": "rules",
                                                "name": defined[short.text]}))
         # 3. clinical abbreviation map (medspaCy TargetMatcher rules)
-        for span in self.abbrev_matcher(doc):
+        with _warnings.catch_warnings():
+            _warnings.filterwarnings("ignore", message=r"\[W036\]")
+            abbrev_spans = self.abbrev_matcher(doc)
+        for span in abbrev_spans:
             if span.text in defined:
                 continue
             expansions = span._.target_rule.metadata.get("expansions", [])
@@ -776,8 +783,7 @@ class MEE:
             low = tok.norm_
             if not tok.is_alpha or len(low) < 5:
                 continue
-            if low not in self.lexicon.known_words and _DRUG_SUFFIX.search(low) and \
-                    _DRUG_CUE.search(doc.text[:tok.idx]):
+            if _DRUG_SUFFIX.search(low) and _DRUG_CUE.search(doc.text[max(0, tok.idx - 20):tok.idx]):
                 candidates.append((doc[tok.i:tok.i + 1], {"ids": [], "score": 0.5, "origin": "rules",
                                                           "category": "drug"}))
 

@@ -135,6 +135,17 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
     for rule in context.rules:
         rule.terminated_by.update(terminating.get(rule.category.upper(), ()))
     context.add([ConTextRule(lit, cat, direction=_direction(cat, lit)) for lit, cat in EXTRA_CONTEXT_RULES])
+    # "a 3-day history of cough" describes the present illness, not past history: a longer PSEUDO match wins
+    # over the single-word "history" cue.
+    span_word = r"^(?:\d+(?:\.\d+)?-)?(?:hours?|days?|weeks?|months?|years?|hrs?|wks?|mos?|yrs?)$"
+    context.add([
+        ConTextRule("<n>-day history of", "PSEUDO", direction="PSEUDO", pattern=[
+            {"LIKE_NUM": True, "OP": "?"}, {"TEXT": "-", "OP": "?"},
+            {"LOWER": {"REGEX": span_word}}, {"LOWER": {"IN": ["history", "hx"]}}, {"LOWER": "of", "OP": "?"}]),
+        ConTextRule("history of present illness", "PSEUDO", direction="PSEUDO", pattern=[
+            {"LOWER": {"IN": ["history", "hx"]}}, {"LOWER": "of"}, {"LOWER": {"IN": ["present", "presenting"]}},
+            {"LOWER": "illness"}]),
+    ])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
     return nlp

@@ -32,13 +32,20 @@ the strict match set of ``f``)::
     score(d) = raw(d)
                / (1 + mass(d) / length_k) ** length_beta        # annotation-length normalisation
                * (matched(d) / n_findings) ** coverage_gamma     # explain most findings, not one
-               * (1 + common_prior)  if d has a curated DO or HSDN symptom profile
+               * (1 + common_prior)  if d has an HSDN symptom profile or a drug indication,
+                 (1 + curated_prior) else if it has a DO curated symptom profile
+               * (1 + named_prior)   if a finding is, or is xref-equivalent to, d itself
                * prod_{g negated} (1 - negation_mu * s(d, g))    # expected but absent
 
 ``mass(d)`` is the summed strength of all of ``d``'s annotations: a rare syndrome with 200 phenotypes matches anything
 by chance and is damped; a disease with four strong curated symptoms is not. The common-disease prior stands in for
-prevalence, which the KG lacks: diseases the DO curators or the HSDN literature network describe symptomatically are
-the common, clinically described ones; the rest are mostly rare OMIM/Orphanet entries.
+prevalence, which the KG lacks: the 117 diseases of the HSDN literature network and those PharmacotherapyDB lists
+drug indications for are common ones; a DO curated symptom profile is a weaker hint (DO curates rare diseases too);
+the rest are mostly rare OMIM/Orphanet entries.
+
+The defaults were chosen on the hand-written case set (``tests/cases/clinical_cases.yaml``, see
+``benchmarks/ranker_eval.py``); the accuracy surface over ``length_beta`` x ``common_prior`` x ``coverage_gamma`` x
+``curated_prior`` is flat (MRR 0.45-0.49), i.e. the remaining misses are missing KG annotations, not weights.
 
 **Parent propagation.** A disease whose subtree is small (at most ``propagate_max_descendants`` descendants: a
 clinical entity such as "pneumonia" or "psoriasis", not a category such as "lung disease") receives its ``is_a``
@@ -83,18 +90,21 @@ class RankerConfig:
     hsdn_ceiling: float = 0.9
     hsdn_ref: float = 2000.0
     other_strength: float = 0.5           # an edge from a source the ranker does not know
-    equivalent_disease: float = 0.7       # the finding is xref-equivalent to the disease itself
+    equivalent_disease: float = 0.9       # the finding is xref-equivalent to the disease itself
     child_discount: float = 0.8
     child_depth: int = 1
     parent_discount: float = 0.4
     length_k: float = 10.0
-    length_beta: float = 0.5
+    length_beta: float = 0.3
     coverage_gamma: float = 1.0
     common_prior: float = 1.0
+    curated_prior: float = 0.5
+    named_prior: float = 1.0               # a finding names the disease itself ("acid reflux" = HP GERD = DO GERD)
     negation_mu: float = 0.6
     propagate_discount: float = 0.8
     propagate_levels: int = 2
     propagate_max_descendants: int = 25
+    propagate_pool: int = 500              # only the best-supported candidates lend evidence to their parents
     sex_mismatch: float = 0.05
     age_mismatch: float = 0.3
 
@@ -124,6 +134,15 @@ def _noisy_or(values: Iterable[float]) -> float:
     return 1.0 - p
 
 
+@dataclass(frozen=True)
+class _Via:
+    """A match a parent disease inherits from its child (materialised only for the returned candidates)."""
+
+    child: str
+    child_edges: "tuple[EdgeInfo, ...] | _Via"
+    own: "tuple[EdgeInfo, ...] | _Via"
+
+
 class _KGIndex:
     """Finding -> disease edges of one KG object with strengths, hierarchy maps and per-finding profiles (cached)."""
 
@@ -139,6 +158,7 @@ class _KGIndex:
         self.parents: dict[str, list[str]] = defaultdict(list)
         self.xref: dict[str, list[str]] = defaultdict(list)
         raw_edges: list[tuple[str, str, str, dict]] = []
+        treated: set[str] = set()
         for u, v, rel, data in g.edges(keys=True, data=True):
             if rel == "is_a":
                 self.children[v].append(u)
@@ -147,6 +167,8 @@ class _KGIndex:
                 self.xref[u].append(v)
             elif rel in FINDING_RELATIONS and self.category.get(u) == "disease":
                 raw_edges.append((u, v, rel, data))
+            elif rel == "treated_by":
+                treated.add(u)
 
         # non-DO disease nodes named exactly like one DO disease are scored as that DO disease
         do_names: dict[str, set[str]] = defaultdict(set)
@@ -165,15 +187,19 @@ class _KGIndex:
 
         self.by_finding: dict[str, list[tuple[str, float, str, str]]] = defaultdict(list)
         per_disease: dict[str, dict[str, float]] = defaultdict(dict)
-        self.common: set[str] = set()
+        self.common: set[str] = set()    # HSDN profile or drug indication: the common diseases
+        self.curated: set[str] = set()   # DO curated symptom profile (common and rare diseases alike)
         for u, v, rel, data in raw_edges:
             d = self.canon.get(u, u)
             s, label, kinds = self.edge_strength(data)
             self.by_finding[v].append((d, s, f"{u}|{rel}|{v}", label))
             prev = per_disease[d].get(v, 0.0)
             per_disease[d][v] = 1.0 - (1.0 - prev) * (1.0 - s)
-            if kinds & {"DO", "HSDN"}:
+            if "HSDN" in kinds:
                 self.common.add(d)
+            elif "DO" in kinds:
+                self.curated.add(d)
+        self.common |= {d for d in treated if d in per_disease}
         self.mass = {d: sum(fs.values()) for d, fs in per_disease.items()}
         self.n_ann = {d: len(fs) for d, fs in per_disease.items()}
         self.n_diseases = max(1, len(per_disease))
@@ -364,18 +390,23 @@ class KGRanker:
 
         # 1. direct evidence: disease -> finding -> (strength, edges)
         ev: dict[str, dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = defaultdict(dict)
+        named: set[str] = set()   # diseases a finding names (is, or is xref-equivalent to)
         for f in pos:
             if cat[f] == "disease":
                 d = idx.canon.get(f, f)
                 ev[d][f] = (cfg.equivalent_disease, ())
+                named.add(d)
                 continue
             for d, m in idx.profile(f, with_parents=True).items():
                 ev[d][f] = m
+                if m[1] and m[1][0][3] == "equivalent disease":
+                    named.add(d)
 
         idf = {f: (idx.idf(f) if cat[f] in FINDING_CATEGORIES else math.log(1.0 + idx.n_diseases)) for f in pos}
         n_find = len(pos)
         mass: dict[str, float] = {}
         common_extra: set[str] = set()
+        curated_extra: set[str] = set()
 
         memo: dict[str, float] = {}
 
@@ -393,6 +424,8 @@ class KGRanker:
         #    not pooled, so a parent cannot assemble a profile that no single subtype has
         if cfg.propagate_discount > 0 and cfg.propagate_levels > 0:
             level = list(ev)
+            if len(level) > cfg.propagate_pool:
+                level = heapq.nlargest(cfg.propagate_pool, level, key=evidence)
             own_profile: dict[str, dict] = {}
             best: dict[str, tuple[float, str]] = {}
             for _ in range(cfg.propagate_levels):
@@ -413,20 +446,22 @@ class KGRanker:
                         mass.setdefault(p, idx.mass.get(p, 0.0))
                     own = own_profile[p]
                     merged = dict(own)
+                    gained = False
                     for f, (s, edges) in ev[d].items():
                         s2 = s * cfg.propagate_discount
                         cur = own.get(f)
                         if cur is None or cur[0] < s2:
-                            via = tuple((es * cfg.propagate_discount, tid, lab, f"via {idx.names[d]}")
-                                        for es, tid, lab, _ in edges[:2])
-                            merged[f] = (s2, via + (cur[1] if cur else ()))
-                    if merged != own:
+                            merged[f] = (s2, _Via(d, edges, cur[1] if cur else ()))
+                            gained = True
+                    if gained:
                         # the parent is normalised (and prior-weighted) like the child it speaks for
                         ev[p] = merged
                         memo.pop(p, None)
                         mass[p] = max(idx.mass.get(p, 0.0), mass.get(d, idx.mass.get(d, 0.0)))
                         if d in idx.common or d in common_extra:
                             common_extra.add(p)
+                        elif d in idx.curated or d in curated_extra:
+                            curated_extra.add(p)
                         changed.append(p)
                 level = changed
                 if not level:
@@ -440,8 +475,12 @@ class KGRanker:
             score = evidence(d)
             if cfg.coverage_gamma:
                 score *= (len(fm) / n_find) ** cfg.coverage_gamma
+            if d in named:
+                score *= 1.0 + cfg.named_prior
             if d in idx.common or d in common_extra:
                 score *= 1.0 + cfg.common_prior
+            elif d in idx.curated or d in curated_extra:
+                score *= 1.0 + cfg.curated_prior
             for g in neg:
                 m = neg_prof[g].get(d)
                 if m is not None:
@@ -457,12 +496,22 @@ class KGRanker:
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))
         return [self._candidate(d, s, ev[d], neg, neg_prof) for s, d in top]
 
+    def _expand(self, edges: "tuple[EdgeInfo, ...] | _Via") -> tuple[EdgeInfo, ...]:
+        """Edges of a (possibly inherited) match, best first; inherited ones discounted and tagged "via child"."""
+        if not isinstance(edges, _Via):
+            return edges
+        f = self.config.propagate_discount
+        child = tuple((es * f, tid, lab, f"via {self.index.names.get(edges.child, edges.child)}")
+                      for es, tid, lab, _ in self._expand(edges.child_edges)[:2])
+        return child + self._expand(edges.own)
+
     def _candidate(self, d: str, score: float, fm: dict[str, tuple[float, tuple[EdgeInfo, ...]]],
                    neg: list[str], neg_prof: dict[str, dict]) -> Candidate:
         names = self.index.names
         supporting: list[str] = []
         parts: list[str] = []
         for f, (s, edges) in sorted(fm.items(), key=lambda kv: -kv[1][0]):
+            edges = self._expand(edges)
             for _, tid, _, _ in edges:
                 if tid not in supporting:
                     supporting.append(tid)

@@ -20,7 +20,8 @@ Steps of :meth:`Verifier.verify`:
      queries and KG triples of this call) weigh 2, generic words ("symptom", "disease") 0.5, others 1.
      Terms absent from the evidence but present in the presentation get half credit: they describe the
      patient, not the knowledge.
-   - *semantic similarity* ``S`` (only with an embedder): the best cosine between the claim and a sentence
+   - *semantic similarity* ``S`` (only with an embedder, and only when ``L < 0.98``: a claim that quotes its
+     evidence needs no embedding): the best cosine between the claim and a sentence
      (or pair of adjacent sentences) of a cited text, mapped linearly from [0.45, 0.85] to [0, 1].
    - *support* ``s = L`` without an embedder, ``s = (L + S) / 2`` with one; then multiplied by
      ``0.5 + 0.5 * M`` where ``M`` is the share of the claim's medical terms (those not taken from the
@@ -29,8 +30,9 @@ Steps of :meth:`Verifier.verify`:
    - *negation mismatch*: negation scopes ("no", "not", "without", "absent", "never", "does not", ...,
      until punctuation or "but/however/although", at most 6 words) are found in the claim and in every
      sentence of the cited texts. When a cited sentence covers at least 60 % of the claim's terms and a
-     specific term is negated on one side and asserted on the other, the claim is **CONTRADICTED** with
-     confidence ``0.5 + 0.5 * coverage_of_that_sentence``. Negations the claim makes about the patient
+     specific term is negated on one side and asserted on the other, and no cited sentence with the same
+     polarity covers the claim as well, the claim is **CONTRADICTED** with confidence
+     ``0.5 + 0.5 * coverage_of_that_sentence``. Negations the claim makes about the patient
      ("denies fever", or a term the presentation itself negates) are not counted.
    - otherwise **SUPPORTED** when ``s >= 0.5`` (confidence ``s``), else **INSUFFICIENT** (confidence
      ``1 - s``). A clinical claim without a valid citation is INSUFFICIENT with confidence 1.
@@ -55,19 +57,17 @@ Steps of :meth:`Verifier.verify`:
 """
 from __future__ import annotations
 
-import logging
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
-from .types import ClaimCheck, DifferentialItem, Draft, Evidence, Verdict, Verification
+from .types import ClaimCheck, Draft, Evidence, Verdict, Verification
 
-log = logging.getLogger(__name__)
 
 PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "verify.txt"
 
@@ -227,6 +227,9 @@ def stem(word: str) -> str:
     return w
 
 
+_WEAK_STEMS = frozenset(stem(w) for w in WEAK)
+
+
 def normalise(text: str) -> str:
     t = text.lower().replace("\u2019", "'")
     for rx, rep in _SYN_RE:
@@ -263,23 +266,38 @@ _NEG_PRE = re.compile(r"\b(?:no|not|never|without|none|neither|nor|cannot|can't|
 _NEG_POST = re.compile(r"\b(?:is|are|was|were|be|been|remains?)\s+(?:absent|excluded|ruled out|not present|"
                        r"unlikely)\b")
 _PATIENT_NEG = re.compile(r"\b(?:denies|denied|deny|negative for|reports no|no history of)\b")
-_SCOPE_END = re.compile(r"[.,;:!?()\[\]]|\b(?:but|however|although|though|except|whereas|while|which|yet)\b")
+_SCOPE_END = re.compile(r"[.;:!?()\[\]]|\b(?:but|however|although|though|except|whereas|yet)\b")
+_SCOPE_TOKEN = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*|,")
+_SOFT_STOP = frozenset({",", "which", "who", "while", "whom", "whose"})
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def negated_stems(text: str, max_words: int = 6) -> set[str]:
-    """Content stems inside a negation scope of ``text``."""
+    """Content stems inside a negation scope of ``text``.
+
+    A scope runs from the cue to a hard stop (sentence punctuation, "but/however/although/except/...") or
+    to a soft stop ("," "which" "who" "while") once it holds a specific (non-generic) word, at most
+    ``max_words`` content words: "is not a condition in which the pleura is inflamed" reaches "pleura".
+    """
     t = normalise(text)
+    weak = _WEAK_STEMS
     out: set[str] = set()
     for m in _NEG_PRE.finditer(t):
         rest = t[m.end():]
-        end = _SCOPE_END.search(rest)
-        scope = rest[: end.start()] if end else rest
-        n = 0
-        for w in _WORD.findall(scope):
+        hard = _SCOPE_END.search(rest)
+        scope = rest[: hard.start()] if hard else rest
+        n, specific = 0, False
+        for tok in _SCOPE_TOKEN.finditer(scope):
+            w = tok.group(0)
+            if w in _SOFT_STOP:
+                if specific:
+                    break
+                continue
             if w in STOP or w in NEGATORS or w in HEDGES:
                 continue
-            out.add(stem(w))
+            st = stem(w)
+            out.add(st)
+            specific = specific or st not in weak
             n += 1
             if n >= max_words:
                 break
@@ -445,6 +463,7 @@ class Verifier:
         self.sim_low, self.sim_high = sim_low, sim_high
         self.max_units_per_evidence = max_units_per_evidence
         self.llm_evidence_chars = llm_evidence_chars
+        self.lexical_shortcut = 0.98   # lexical coverage at/above which the embedding check is skipped
         self._vec_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vec_cache_size = 4096
 
@@ -567,15 +586,9 @@ class Verifier:
                     units.append(_Unit(cit.id, u))
                 unit_index[key] = idx
 
-        sims: np.ndarray | None = None
-        if self.embedder is not None and checked and units:
-            try:
-                cvec = self._embed([cl.clean for cl, _, _ in checked])
-                uvec = self._embed([u.text for u in units])
-                sims = cvec @ uvec.T
-            except Exception as exc:  # noqa: BLE001 — degrade to lexical only, and say so
-                notes.append(f"embedder failed ({type(exc).__name__}: {exc}); lexical check only")
-                sims = None
+        # semantic similarity is computed lazily, only for claims the lexical check does not fully cover
+        # (a claim quoting its evidence needs no embedding: this keeps the offline path fast)
+        embed_ok = self.embedder is not None
 
         checks: list[ClaimCheck] = []
         det: list[tuple[Verdict, float, float]] = []  # verdict, confidence, support
@@ -605,11 +618,16 @@ class Verifier:
             lex = got / total if stems else 0.0
 
             sem = None
-            if sims is not None:
+            if embed_ok and lex < self.lexical_shortcut:
                 uids = [u for c in cl.citations for u in unit_index.get(c.raw, [])]
                 if uids:
-                    best = float(np.max(sims[ci, uids]))
-                    sem = best
+                    try:
+                        cvec = self._embed([cl.clean])
+                        uvec = self._embed([units[u].text for u in uids])
+                        sem = float(np.max(cvec @ uvec.T))
+                    except Exception as exc:  # noqa: BLE001 — degrade to lexical only, and say so
+                        notes.append(f"embedder failed ({type(exc).__name__}: {exc}); lexical check only")
+                        embed_ok = False
             if sem is not None:
                 s_n = min(1.0, max(0.0, (sem - self.sim_low) / (self.sim_high - self.sim_low)))
                 support = 0.5 * lex + 0.5 * s_n
@@ -628,18 +646,23 @@ class Verifier:
                 claim_neg = set()
             claim_neg -= pres_neg
             claim_pos = set(stems) - claim_neg - negated_stems(cl.clean)
-            conflict_best, conflict_terms, conflict_id = 0.0, set(), None
+            conflict_best, conflict_terms, conflict_id, agree_best = 0.0, set(), None, 0.0
+            title_stems = set(content_stems(titles))
             for c in cl.citations:
                 for sent in split_sentences(cited_text[c.raw][0]):
                     s_neg = negated_stems(sent)
                     s_all = set(content_stems(sent)) | s_neg
                     s_pos = s_all - s_neg
-                    cov = sum(weight(s, surf) for s in stems if s in s_all | set(content_stems(titles))) / total
+                    cov = sum(weight(s, surf) for s in stems if s in s_all | title_stems) / total
                     if cov < 0.6:
                         continue
                     terms = ((claim_neg & s_pos) | ((claim_pos - pres_neg) & s_neg)) - weak
                     if terms and cov > conflict_best:
                         conflict_best, conflict_terms, conflict_id = cov, terms, c.id
+                    elif not terms:
+                        agree_best = max(agree_best, cov)
+            if conflict_terms and agree_best >= conflict_best:
+                conflict_terms = set()   # another cited sentence says the same thing with the same polarity
             note_bits = [f"lexical={lex:.2f}"]
             if sem is not None:
                 note_bits.append(f"cosine={sem:.2f}")

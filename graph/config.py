@@ -31,6 +31,7 @@ class PipelineConfig(BaseModel):
     verify_confidence: float = 0.75
     verify_max_partial: float = 0.10
     max_presentation_chars: int = 20000
+    max_llm_calls: int = Field(4, ge=0, le=20)      # logical LLM calls per case; past it agents go deterministic
     recursion_limit: int = 50
 
     @field_validator("sources")

@@ -45,6 +45,68 @@ def check_presentation(text: Any, max_chars: int = MAX_CHARS) -> str:
     return stripped
 
 
+class BudgetedLLM:
+    """The LLM client with a per-run cap on logical calls (default 4 per case: MEE, KNL, generator, verifier).
+
+    Once the cap is reached ``enabled`` turns false, so later agents in the run (HyDE, regeneration, a second
+    verification) take their deterministic path and say so."""
+
+    def __init__(self, client, max_calls: int = 4):
+        self.client = client
+        self.max_calls = max_calls
+        self._mark = 0
+        self.skipped: list[str] = []
+
+    def start_run(self, max_calls: int | None = None) -> None:
+        self._mark = len(self.client.log)
+        self.skipped = []
+        if max_calls is not None:
+            self.max_calls = max_calls
+
+    @property
+    def used(self) -> int:
+        return len(self.client.log) - self._mark
+
+    @property
+    def enabled(self) -> bool:
+        return self.client.enabled and self.used < self.max_calls
+
+    @property
+    def log(self):
+        return self.client.log
+
+    @property
+    def config(self):
+        return self.client.config
+
+    def calls_since(self, index: int):
+        return self.client.calls_since(index)
+
+    def _guard(self, tag):
+        if self.used >= self.max_calls:
+            self.skipped.append(tag or "?")
+            return False
+        return True
+
+    def structured(self, messages, schema, *, tag=None, **kw):
+        if not self._guard(tag):
+            from agents.llm import StructuredResult
+
+            return StructuredResult(value=None, raw="", mode=None, repaired=False, calls=[],
+                                    error=f"LLM call budget of {self.max_calls} per case used up")
+        return self.client.structured(messages, schema, tag=tag, **kw)
+
+    def chat(self, messages, *, tag=None, **kw):
+        if not self._guard(tag):
+            from agents.llm import LLMResult
+
+            return LLMResult(error=f"LLM call budget of {self.max_calls} per case used up")
+        return self.client.chat(messages, tag=tag, **kw)
+
+    def count_prompt_tokens(self, messages, **kw):
+        return self.client.count_prompt_tokens(messages, **kw)
+
+
 class Runtime:
     """Knowledge resources and agents, built lazily and shared by runs."""
 
@@ -52,7 +114,7 @@ class Runtime:
         from agents.llm import LLMClient, load_llm_config
 
         self.llm_config = llm_config if llm_config is not None else load_llm_config()
-        self.llm = LLMClient(self.llm_config) if self.llm_config.enabled else None
+        self.llm = BudgetedLLM(LLMClient(self.llm_config)) if self.llm_config.enabled else None
         self._index = index
         self._kg = kg
         self._audit_path = audit_path
@@ -163,6 +225,8 @@ class ClinicalRAG:
         text = check_presentation(presentation, cfg.max_presentation_chars)
         t0 = time.perf_counter()
         mark = len(self.rt.llm.log) if self.rt.llm is not None else 0
+        if self.rt.llm is not None:
+            self.rt.llm.start_run(cfg.max_llm_calls)
         run_cfg: dict[str, Any] = {"recursion_limit": cfg.recursion_limit}
         if thread_id:
             run_cfg["configurable"] = {"thread_id": thread_id}

@@ -362,7 +362,7 @@ class AuditLog:
                                 hseq, hhash)
         if n and hhash != prev:
             return VerifyReport(False, n, last_seq, "edited record",
-                                f"the last record's hash differs from the anchor", hseq, hhash)
+                                "the last record's hash differs from the anchor", hseq, hhash)
         return VerifyReport(True, n, None, None, "", hseq, hhash)
 
 

@@ -14,6 +14,7 @@ Resources (KG, index, agents, LLM client) live in a :class:`Runtime`, outside th
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict
 from typing import Any, Callable
@@ -26,6 +27,8 @@ from agents.hki import RetrievalParams
 from agents.types import Candidate, Draft, Evidence, Extraction, Sentence, Verification
 
 from .config import PipelineConfig
+
+_CITE = re.compile(r"\[([GBO]:[^\[\]\s;]+?)(?::\d+-\d+)?\]")
 from .state import RunState
 
 
@@ -193,7 +196,12 @@ def build_graph(rt, checkpointer=None):
         cited = [c for d in draft.differential for c in d.citations]
         if not cfg.use_krg:
             return {"references": [], "reference_map": {}, "_summary": {"disabled": True}}
-        refs, mapping = rt.krg.references(evidence, cited_ids=cited or None)
+        # the reference list is what the answer cites (all evidence stays in the structured result)
+        v = state.get("verification") or {}
+        text = v.get("cleaned_text") or draft.text
+        cited_all = set(cited) | {m.group(1) for m in _CITE.finditer(text)}
+        listed = [e for e in evidence if e.id in cited_all] or evidence[:10]
+        refs, mapping = rt.krg.references(listed, cited_ids=cited or None)
         return {"references": [r.model_dump() for r in refs], "reference_map": mapping,
                 "_summary": {"references": len(refs), "from_evidence": len(evidence)}}
 

@@ -28,7 +28,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -95,11 +95,11 @@ class IndexConfig:
 
     embedder: str | None = None              # embedder spec (see embeddings.get_embedder); None = default
     max_tokens: int = 200                    # chunk size (project tokenizer tokens)
-    overlap: float = 0.15                    # chunk overlap (fraction of max_tokens)
+    overlap: float = 0.1                     # chunk overlap (fraction of max_tokens)
     card_max_findings: int = 8               # findings (symptoms/phenotypes) listed on a concept card
     card_max_synonyms: int = 4
     card_max_definition_chars: int = 300
-    card_min_content: int = 1                # a disease gets a card only with >= this many content items
+    card_min_content: int = 2                # a disease gets a card only with >= this many content items
     g_categories: tuple[str, ...] = G_CATEGORIES
     organisations: tuple[str, ...] | None = None   # MedQuAD organisations (None = all)
     doc_limit: int | None = None             # first N documents (tests, benchmarks)
@@ -316,7 +316,8 @@ class KnowledgeIndex:
                 return self.last_build
         hook = _hook or (lambda stage: None)
         self.root.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.root.parent / f".{self.root.name}.tmp-{uuid.uuid4().hex[:8]}"
+        self._remove_stale_tmp()
+        tmp = self.root.parent / f".{self.root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         stats: dict[str, Any] = {"embedded": 0, "cached": 0}
         timings: dict[str, float] = {}
@@ -496,6 +497,21 @@ class KnowledgeIndex:
         out = np.empty_like(vecs_sorted)
         out[np.asarray(order)] = vecs_sorted
         return out
+
+    def _remove_stale_tmp(self) -> None:
+        """Remove build folders left by killed builds (their process is gone)."""
+        for p in self.root.parent.glob(f".{self.root.name}.tmp-*"):
+            try:
+                pid = int(p.name.rsplit(".tmp-", 1)[1].split("-")[0])
+                os.kill(pid, 0)
+                continue                      # still building
+            except (ValueError, IndexError):
+                pass                          # not ours / old naming: remove
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue
+            shutil.rmtree(p, ignore_errors=True)
 
     def _swap_in(self, tmp: Path) -> None:
         old = None
@@ -745,7 +761,11 @@ class KnowledgeIndex:
 
 
 def _concept_license(c: Any) -> str:
-    return "see concept sources"
+    """Licenses of the catalog sources a concept comes from (e.g. "CC0-1.0; HPO license ...")."""
+    from .sources import CATALOG  # noqa: PLC0415
+
+    lic = sorted({CATALOG[s].license for s in (getattr(c, "sources", None) or ()) if s in CATALOG})
+    return "; ".join(lic)
 
 
 _DEFAULT: KnowledgeIndex | None = None

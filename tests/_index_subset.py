@@ -2,7 +2,7 @@
 
 Real MedQuAD documents (the first 80 of NHLBI = source B and of CDC = source O), the real knowledge graph
 restricted to a few hundred concepts around the test's diseases, the real MiniLM embedder. Built in a
-temporary folder with its own embedding cache.
+temporary folder; vectors go through the embedding cache of $CLINICALRAG_HOME.
 """
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def new_index(root: Path | None = None):
     from knowledge.embeddings import EmbeddingCache
     from knowledge.index import KnowledgeIndex
 
-    return KnowledgeIndex(root=root or workdir() / "index", config=config(), kg=kg(),
-                          cache=EmbeddingCache(workdir() / "embedding-cache.sqlite"))
+    # the embedding cache of the session's $CLINICALRAG_HOME: shared with other fixtures that embed the same texts
+    return KnowledgeIndex(root=root or workdir() / "index", config=config(), kg=kg(), cache=EmbeddingCache())
 
 
 @lru_cache(maxsize=1)

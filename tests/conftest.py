@@ -19,3 +19,42 @@ if not os.environ.get("CLINICALRAG_TEST_HOME"):
 os.environ["CLINICALRAG_HOME"] = os.environ["CLINICALRAG_TEST_HOME"]
 
 from support.llama_server import faulty_server, llama_server  # noqa: E402,F401
+
+import pytest  # noqa: E402
+
+# MedQuAD subset for the shared test index: consumer pages and fact sheets on common conditions.
+TEST_ORGANISATIONS = ("MPlusHealthTopics", "NHLBI", "CDC", "NIDDK")
+
+
+@pytest.fixture(scope="session")
+def knowledge():
+    """(KnowledgeGraph, KnowledgeIndex) over the full KG and a MedQuAD subset, built once per session from
+    the mirrored data (rebuilt only when the inputs change, thanks to versioned artefacts)."""
+    from knowledge.index import IndexConfig, KnowledgeIndex
+    from knowledge.kg import load_or_build
+
+    kg = load_or_build()
+    index = KnowledgeIndex(kg=kg, config=IndexConfig(organisations=TEST_ORGANISATIONS,
+                                                     g_concepts=tuple(sorted(g_test_subset(kg)))))
+    index.build(progress=False)
+    index.open()
+    return kg, index
+
+
+def g_test_subset(kg) -> set[str]:
+    """The KG part of the test index: every symptom and drug, the diseases with curated symptom profiles
+    (Disease Ontology, HSDN) or drug indications, and the phenotypes equivalent to symptoms. The full KG
+    (all 38k concepts) is still what the ranker and the extractor use; only the entity-keyed vectors are
+    limited, to keep the cold test build short."""
+    g = kg.graph
+    keep: set[str] = set()
+    for n, d in g.nodes(data=True):
+        cat = d.get("category")
+        if cat in ("symptom", "drug"):
+            keep.add(n)
+    for u, v, k, d in g.edges(keys=True, data=True):
+        if k == "treated_by" or (k == "has_symptom" and d.get("source") in ("do-disease-symptom", "hsdn")):
+            keep.add(u)
+        elif k == "xref" and g.nodes[u].get("category") == "symptom":
+            keep.add(v)
+    return keep

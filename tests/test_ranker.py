@@ -24,9 +24,9 @@ _spec.loader.exec_module(ranker_eval)
 
 # Floors a little below what the default configuration achieves on the case set (see docs/ranker.md); a drop below
 # them means the scoring or the KG regressed.
-TOP1_FLOOR = 0.30
+TOP1_FLOOR = 0.32
 TOP5_FLOOR = 0.50
-TOP10_FLOOR = 0.50
+TOP10_FLOOR = 0.60
 
 
 @pytest.fixture(scope="module")
@@ -196,6 +196,18 @@ def test_generic_findings_favour_the_parent_disease(kg, ranker):
     ents = [_ent(kg, p) for p in ("productive cough", "fever", "chills", "pleuritic chest pain")]
     ids = [c.concept_id for c in ranker.rank(ents, [], k=5)]
     assert "DOID:552" in ids
+
+
+def test_finding_equivalent_to_a_disease_and_disease_findings(kg, ranker):
+    """HP "Gastroesophageal reflux" is xref-equivalent to the DO disease: that disease is matched through the xref
+    triple; a finding that is itself a disease concept makes that disease a candidate."""
+    top = ranker.rank([_ent(kg, "acid reflux"), _ent(kg, "heartburn")], [], k=10)
+    gerd = next((c for c in top if c.concept_id == "DOID:8534"), None)
+    assert gerd is not None, [c.name for c in top]
+    assert any("|xref|DOID:8534" in t for t in gerd.supporting)
+    named = ranker.rank([Entity(text="asthma", category="disease", concept_id="DOID:2841")], [], k=5)
+    assert named and named[0].concept_id == "DOID:2841"
+    assert "named in the presentation" in named[0].explanation
 
 
 def test_demographics_are_soft_filters(kg, ranker):
