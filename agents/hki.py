@@ -252,26 +252,29 @@ class HKI:
         return cache[focus]
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
-              p: RetrievalParams, beta: float = 0.6) -> list[Candidate]:
+              p: RetrievalParams, k: float = 3.0, text_weight: float = 1.0) -> list[Candidate]:
+        """Reciprocal-rank fusion of the KG ranking with the ranking of diseases whose reference pages the
+        whole-presentation search retrieved: score = 1/(k + rank_kg) + w/(k + rank_text). A disease both
+        sources agree on rises; one found only by the text search can enter the differential."""
         if not votes:
             return candidates
-        top = candidates[0].score if candidates else 0.0
-        by_id = {c.concept_id: c for c in candidates}
+        text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
+        kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
         fused: list[Candidate] = []
         for c in candidates:
-            kg_part = c.score / top if top else 0.0
-            text = votes.get(c.concept_id, (0.0, ""))[0]
-            expl = c.explanation + (f"; reference texts about it match the presentation ({text:.2f})" if text else "")
-            fused.append(c.model_copy(update={"score": round(kg_part + beta * text, 4), "explanation": expl}))
-        for did, (text, _eid) in votes.items():
-            if did in by_id:
+            tr = text_rank.get(c.concept_id)
+            score = 1.0 / (k + kg_rank[c.concept_id]) + (text_weight / (k + tr) if tr else 0.0)
+            expl = c.explanation + (f"; its reference pages rank {tr} in the text search" if tr else "")
+            fused.append(c.model_copy(update={"score": round(score, 4), "explanation": expl}))
+        for did, tr in text_rank.items():
+            if did in kg_rank:
                 continue
             concept = self.kg.concept(did)
             if concept is None:
                 continue
-            fused.append(Candidate(concept_id=did, name=concept.name, score=round(beta * text, 4),
-                                   explanation=f"reference texts about {concept.name} match the presentation "
-                                               f"({text:.2f}); no knowledge-graph findings matched"))
+            fused.append(Candidate(concept_id=did, name=concept.name, score=round(text_weight / (k + tr), 4),
+                                   explanation=f"its reference pages rank {tr} in the text search for the "
+                                               "presentation; no knowledge-graph finding matched"))
         fused.sort(key=lambda c: -c.score)
         return fused[: max(10, p.differential_k * 2)]
 

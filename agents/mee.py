@@ -49,7 +49,7 @@ from agents.types import Category, Duration, Entity, Extraction
 
 log = logging.getLogger(__name__)
 
-LEXICON_VERSION = 2  # bump when build_lexicon changes
+LEXICON_VERSION = 3  # bump when build_lexicon changes
 # HNSW parameters of the fuzzy-linking index (scispaCy uses M=100, efConstruction=2000 for 3M UMLS aliases).
 ANN_M = 16
 ANN_EF_CONSTRUCTION = 100
@@ -158,6 +158,21 @@ LAY_SYNONYMS: dict[str, str] = {
     "heartburn": "gastroesophageal reflux disease", "coughing": "cough", "wheeze": "wheezing",
     "sneezing": "sneeze", "nauseous": "nausea", "nauseated": "nausea", "feverish": "fever",
     "vomited": "vomiting", "swollen": "swelling", "sore throat": "pharyngitis",
+    # everyday and clinical shorthand for common findings
+    "aching muscles": "muscle pain", "muscle aches": "muscle pain", "body aches": "muscle pain",
+    "aches and pains": "muscle pain", "off his food": "anorexia", "off her food": "anorexia",
+    "off food": "anorexia", "burning on micturition": "dysuria", "burning when passing urine": "dysuria",
+    "painful urination": "dysuria", "burning urination": "dysuria", "urgency": "urinary urgency",
+    "passing lots of urine": "polyuria", "peeing a lot": "polyuria", "always thirsty": "polydipsia",
+    "excessive thirst": "polydipsia", "loin pain": "flank pain", "can't tolerate light": "photophobia",
+    "sensitivity to light": "photophobia", "shaking chills": "chills", "sweats": "hyperhidrosis",
+    "lost his sense of smell": "loss of smell", "lost her sense of smell": "loss of smell",
+    "scratchy throat": "throat pain", "always cold": "cold intolerance", "feels the cold": "cold intolerance",
+    "constipated": "constipation", "thinning hair": "hair loss", "heavy periods": "menorrhagia",
+    "breathless": "dyspnea", "pale": "pallor", "chewing ice": "pica", "coughed up blood": "hemoptysis",
+    "blood in the urine": "hematuria", "slowness of movement": "bradykinesia", "small handwriting": "micrographia",
+    "sunken chest": "pectus excavatum", "dislocated lenses": "ectopia lentis", "bulging eyes": "proptosis",
+    "painful joints": "arthralgia", "swollen joint": "joint swelling", "calf swelling": "leg swelling",
 }
 _DRUG_SUFFIX = re.compile(
     r"(?:olol|pril|sartan|statin|mab|cillin|mycin|floxacin|azole|vir|tidine|prazole|dipine|triptan|gliptin|"

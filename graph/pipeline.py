@@ -227,7 +227,9 @@ class ClinicalRAG:
         mark = len(self.rt.llm.log) if self.rt.llm is not None else 0
         if self.rt.llm is not None:
             self.rt.llm.start_run(cfg.max_llm_calls)
-        run_cfg: dict[str, Any] = {"recursion_limit": cfg.recursion_limit}
+        # run name, tags and metadata also label the run in LangSmith when its tracing env vars are set
+        run_cfg: dict[str, Any] = {"recursion_limit": cfg.recursion_limit, "run_name": "clinicalrag",
+                                   "tags": [cfg.mode], "metadata": {"config_hash": cfg.digest()}}
         if thread_id:
             run_cfg["configurable"] = {"thread_id": thread_id}
         state = self.graph(bool(thread_id)).invoke({"message": text, "config": cfg.model_dump()}, run_cfg)

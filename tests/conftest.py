@@ -14,7 +14,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # No LLM unless a test starts one: a developer's CLINICALRAG_LLM_* must not leak into the offline tests.
 for _k in [k for k in os.environ if k.startswith("CLINICALRAG_LLM_") or k in ("OPENAI_BASE_URL", "OPENAI_MODEL")]:
     os.environ.pop(_k)
-if not os.environ.get("CLINICALRAG_TEST_HOME"):
+_OWN_HOME = not os.environ.get("CLINICALRAG_TEST_HOME")
+if _OWN_HOME:
     os.environ["CLINICALRAG_TEST_HOME"] = tempfile.mkdtemp(prefix="clinicalrag-test-")
 os.environ["CLINICALRAG_HOME"] = os.environ["CLINICALRAG_TEST_HOME"]
 
@@ -58,3 +59,11 @@ def g_test_subset(kg) -> set[str]:
         elif k == "xref" and g.nodes[u].get("category") == "symptom":
             keep.add(v)
     return keep
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Remove the session's own temporary home (a home named by $CLINICALRAG_TEST_HOME is kept for reuse)."""
+    if _OWN_HOME:
+        import shutil
+
+        shutil.rmtree(os.environ["CLINICALRAG_TEST_HOME"], ignore_errors=True)

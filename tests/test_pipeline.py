@@ -69,7 +69,7 @@ def test_clinical_cases_gold_in_top5(rag):
         ranks[case["id"]] = _gold_rank(r, case)
     hit5 = sum(1 for v in ranks.values() if v is not None and v <= 5)
     print({k: v for k, v in ranks.items()})
-    assert hit5 / len(ranks) >= 0.5, f"gold in top-5 for only {hit5}/{len(ranks)}: {ranks}"
+    assert hit5 / len(ranks) >= 0.6, f"gold in top-5 for only {hit5}/{len(ranks)}: {ranks}"
 
 
 def test_negated_finding_lowers_candidate(rag):
