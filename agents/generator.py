@@ -122,12 +122,26 @@ class Generator:
                                f"evidence: {', '.join(c.supporting[:4]) or 'none'}" for c in candidates[: self.k * 2])
         fixed = self.count(system) + self.count(cand_lines) + 200
         kept = self.budget(presentation, sentences_, fixed)
-        listing = "\n".join(f"<<<EVIDENCE id={s.evidence_id}>>>\n{fence(s.full)}\n<<<END>>>" for s in kept)
-        user = load_prompt("generate_user", presentation=fence(presentation), candidates=cand_lines or "- none",
-                           evidence=listing,
-                           retry=("A previous draft failed verification: cite only the ids above and state only "
-                                  "what they say.") if attempt else "")
-        msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        retry = ("A previous draft failed verification: cite only the ids above and state only what they say."
+                 if attempt else "")
+
+        def build(kept_):
+            listing = "\n".join(f"<<<EVIDENCE id={s.evidence_id}>>>\n{fence(s.full)}\n<<<END>>>" for s in kept_)
+            user = load_prompt("generate_user", presentation=fence(presentation), candidates=cand_lines or "- none",
+                               evidence=listing, retry=retry)
+            return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+        msgs = build(kept)
+        fits = getattr(self.llm, "fits", None)
+        if fits is not None:   # the endpoint's own token count decides; shrink the evidence until it fits
+            for _ in range(6):
+                ok, n = fits(msgs, _LLMDraft)
+                if ok or not kept:
+                    break
+                cut = max(1, int(len(kept) * (1 - (self.max_input_tokens / n)) + 0.2 * len(kept)))
+                kept = kept[: max(0, len(kept) - cut)]
+                msgs = build(kept)
+        user = msgs[1]["content"]
         res = self.llm.structured(msgs, _LLMDraft, tag="generate")
         info = {"messages": msgs, "raw": getattr(res, "raw", None), "evidence_in_prompt": len(kept),
                 "prompt_tokens_counted": self.count(system) + self.count(user)}

@@ -198,12 +198,17 @@ class HKI:
             candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
-        candidates = self._fuse(candidates, text_votes, p)
+        if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
+            candidates = self._fuse(candidates, text_votes, p)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
                 rel = 0.6 + 0.4 * (c.score / top if top else 0)
                 keep = rank < p.differential_k
+                if c.concept_id in text_votes and keep:
+                    must.append(text_votes[c.concept_id][1])
+                if "G" not in p.sources:
+                    continue
                 for tid in c.supporting[:3]:
                     t = self._triple(tid)
                     if t is not None:
@@ -211,8 +216,6 @@ class HKI:
                 concept = self.kg.concept(c.concept_id)
                 if concept is not None:
                     add(concept_evidence(concept, rel * 0.95, query=c.name), must_keep=keep)
-                if c.concept_id in text_votes and keep:
-                    must.append(text_votes[c.concept_id][1])
             self._candidate_chunks(candidates[: p.differential_k], qterms, p, add)
         # 4. dynamic integration: the differential's explanation first, then a share for every source, then the
         #    rest by relevance

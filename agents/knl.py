@@ -95,9 +95,17 @@ class KNL:
             from .llm import load_prompt
 
             items = out[: self.max_llm_items]
-            listing = "\n".join(f"<<<KNOWLEDGE id={s.evidence_id}>>>\n{fence(s.text)}\n<<<END>>>" for s in items)
-            msgs = [{"role": "system", "content": load_prompt("knl_system")},
-                    {"role": "user", "content": load_prompt("knl_user", knowledge=listing)}]
+
+            def build(items_):
+                listing = "\n".join(f"<<<KNOWLEDGE id={s.evidence_id}>>>\n{fence(s.text)}\n<<<END>>>" for s in items_)
+                return [{"role": "system", "content": load_prompt("knl_system")},
+                        {"role": "user", "content": load_prompt("knl_user", knowledge=listing)}]
+
+            msgs = build(items)
+            fits = getattr(self.llm, "fits", None)
+            while fits is not None and len(items) > 1 and not fits(msgs, _GenBatch)[0]:
+                items = items[: len(items) // 2]   # the most relevant pieces first: keep the head
+                msgs = build(items)
             res = self.llm.structured(msgs, _GenBatch, tag="knl")
             if res.value is None:
                 warnings.append(f"KNL: LLM unavailable ({res.error}); template sentences only")

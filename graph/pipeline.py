@@ -51,17 +51,32 @@ class BudgetedLLM:
     Once the cap is reached ``enabled`` turns false, so later agents in the run (HyDE, regeneration, a second
     verification) take their deterministic path and say so."""
 
-    def __init__(self, client, max_calls: int = 4):
+    def __init__(self, client, max_calls: int = 4, max_input_tokens: int = 4096):
         self.client = client
         self.max_calls = max_calls
+        self.max_input_tokens = max_input_tokens
         self._mark = 0
         self.skipped: list[str] = []
 
-    def start_run(self, max_calls: int | None = None) -> None:
+    def start_run(self, max_calls: int | None = None, max_input_tokens: int | None = None) -> None:
         self._mark = len(self.client.log)
         self.skipped = []
         if max_calls is not None:
             self.max_calls = max_calls
+        if max_input_tokens is not None:
+            self.max_input_tokens = max_input_tokens
+
+    def prompt_tokens(self, messages, schema=None) -> int:
+        """Input tokens of a request as the endpoint counts them where it can (llama.cpp's tokenizer), else the
+        project's tokenizer; includes the JSON schema the client may add and a per-message template allowance."""
+        import json as _json
+
+        extra = [{"role": "system", "content": _json.dumps(schema.model_json_schema())}] if schema is not None else []
+        return self.client.count_prompt_tokens(list(messages) + extra, use_server=True) + 8 * (len(messages) + 1)
+
+    def fits(self, messages, schema=None) -> tuple[bool, int]:
+        n = self.prompt_tokens(messages, schema)
+        return n <= self.max_input_tokens, n
 
     @property
     def used(self) -> int:
@@ -89,11 +104,16 @@ class BudgetedLLM:
         return True
 
     def structured(self, messages, schema, *, tag=None, **kw):
-        if not self._guard(tag):
-            from agents.llm import StructuredResult
+        from agents.llm import StructuredResult
 
+        if not self._guard(tag):
             return StructuredResult(value=None, raw="", mode=None, repaired=False, calls=[],
                                     error=f"LLM call budget of {self.max_calls} per case used up")
+        ok, n = self.fits(messages, schema)
+        if not ok:
+            self.skipped.append(tag or "?")
+            return StructuredResult(value=None, raw="", mode=None, repaired=False, calls=[],
+                                    error=f"prompt of {n} tokens exceeds the input cap of {self.max_input_tokens}")
         return self.client.structured(messages, schema, tag=tag, **kw)
 
     def chat(self, messages, *, tag=None, **kw):
@@ -226,7 +246,7 @@ class ClinicalRAG:
         t0 = time.perf_counter()
         mark = len(self.rt.llm.log) if self.rt.llm is not None else 0
         if self.rt.llm is not None:
-            self.rt.llm.start_run(cfg.max_llm_calls)
+            self.rt.llm.start_run(cfg.max_llm_calls, cfg.max_input_tokens)
         # run name, tags and metadata also label the run in LangSmith when its tracing env vars are set
         run_cfg: dict[str, Any] = {"recursion_limit": cfg.recursion_limit, "run_name": "clinicalrag",
                                    "tags": [cfg.mode], "metadata": {"config_hash": cfg.digest()}}

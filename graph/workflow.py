@@ -23,6 +23,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agents.corrective import correct
 from agents.grader import grade as grade_fn
+from agents.guard import strip_instructions
 from agents.hki import RetrievalParams
 from agents.types import Candidate, Draft, Evidence, Extraction, Sentence, Verification
 
@@ -67,10 +68,15 @@ def build_graph(rt, checkpointer=None):
     # ---- nodes ------------------------------------------------------------------------------------------------
     def intake(state: RunState) -> dict:
         history = list(state.get("history") or [])
-        msg = state["message"]
+        msg, removed = strip_instructions(state["message"])
+        warnings = [f"removed {len(removed)} instruction-like sentence(s) from the presentation: "
+                    + " | ".join(r[:80] for r in removed)] if removed else []
+        if not msg.strip():
+            msg = "(no clinical content)"
         presentation = "\n".join(history + [msg]) if history else msg
         cfg = _cfg(state)
-        return {"presentation": presentation, "config": cfg.model_dump(), "history": history + [msg], "attempts": 0, "warnings": [],
+        return {"presentation": presentation, "config": cfg.model_dump(), "history": history + [msg], "attempts": 0,
+                "warnings": warnings,
                 "events": [], "expansions": [], "params": asdict(_params(cfg)), "verification": None,
                 "escalation": {"escalated": False, "reasons": []}, "references": [], "reference_map": {},
                 "evidence": [], "candidates": [], "sentences": [], "draft": {},

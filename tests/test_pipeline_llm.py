@@ -77,7 +77,10 @@ def test_llm_faults_degrade_gracefully(knowledge, faulty_server, tmp_path, fault
     r = rag.ask(CASE)
     assert r["differential"], f"{fault}: no deterministic answer"
     assert r["warnings"], f"{fault}: the failure must be reported"
-    assert r["llm"]["errors"] >= 1
+    if fault in ("http500", "timeout"):
+        assert r["llm"]["errors"] >= 1
+    else:  # the HTTP call worked; the JSON did not
+        assert any("json" in w.lower() or "malformed" in w.lower() for w in r["warnings"]), r["warnings"]
     assert r["llm"]["calls"] <= 4
     assert faulty_server.chat_requests(), "the LLM endpoint was never asked"
 
