@@ -95,7 +95,7 @@ class IndexConfig:
 
     embedder: str | None = None              # embedder spec (see embeddings.get_embedder); None = default
     max_tokens: int = 200                    # chunk size (project tokenizer tokens)
-    overlap: float = 0.1                     # chunk overlap (fraction of max_tokens)
+    overlap: float = 0.2                     # chunk overlap (fraction of max_tokens; 20–30 % keeps context across cuts)
     card_max_findings: int = 8               # findings (symptoms/phenotypes) listed on a concept card
     card_max_synonyms: int = 4
     card_max_definition_chars: int = 300
