@@ -196,9 +196,14 @@ class Generator:
                 continue
             rel = c.score / top if top else 0.0
             lik = "high" if rel >= 0.75 else "moderate" if rel >= 0.4 else "low"
-            parts = [_cite_each(by_id[i].text, cite([i], {i: by_id[i].span})) for i in chosen]
+            parts = []
+            for i in chosen:
+                if by_id[i].lead:   # where a quote comes from: a heading line, not a claim
+                    parts.append(f"##### {by_id[i].lead}")
+                parts.append(_cite_each(by_id[i].text, cite([i], {i: by_id[i].span})))
             items.append(DifferentialItem(rank=len(items) + 1, diagnosis=c.name, concept_id=c.concept_id,
-                                          likelihood=lik, rationale=" ".join(parts), citations=chosen))
+                                          likelihood=lik, rationale=" ".join(p for p in parts if not p.startswith("#")),
+                                          citations=chosen))
             used.update(chosen)
             lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: {lik}; score {c.score:.2f})")
             lines.extend(f"   {p}" for p in parts)

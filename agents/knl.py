@@ -64,12 +64,17 @@ def template(ev: Evidence, query_terms: set[str] | None = None, max_sentences: i
         chosen = sents[:max_sentences]
     s0, e0 = chosen[0][0], chosen[-1][1]
     quote = " ".join(text[s:e] for s, e in chosen)
-    head = ev.organisation or ev.source or "Reference"
+    head = _ORG_NAMES.get(ev.organisation or "", ev.organisation or ev.source or "Reference")
     topic = m.get("focus") or ev.title or ""
     section = m.get("section")
     lead = f"{head} on {topic}" + (f" ({section})" if section else "")
     span = (ev.span[0] + s0, ev.span[0] + e0) if ev.span else None  # covers the quoted sentences
-    return Sentence(evidence_id=ev.id, text=f"{lead}: {quote}", span=span)
+    return Sentence(evidence_id=ev.id, text=quote, span=span, lead=lead)
+
+
+_ORG_NAMES = {"MPlusHealthTopics": "MedlinePlus", "NIHSeniorHealth": "NIHSeniorHealth", "GHR": "Genetics Home Reference",
+              "GARD": "GARD", "NIDDK": "NIDDK", "NINDS": "NINDS", "NHLBI": "NHLBI", "CancerGov": "Cancer.gov",
+              "CDC": "CDC"}
 
 
 class _Gen(BaseModel):
@@ -97,7 +102,7 @@ class KNL:
             items = out[: self.max_llm_items]
 
             def build(items_):
-                listing = "\n".join(f"<<<KNOWLEDGE id={s.evidence_id}>>>\n{fence(s.text)}\n<<<END>>>" for s in items_)
+                listing = "\n".join(f"<<<KNOWLEDGE id={s.evidence_id}>>>\n{fence(s.full)}\n<<<END>>>" for s in items_)
                 return [{"role": "system", "content": load_prompt("knl_system")},
                         {"role": "user", "content": load_prompt("knl_user", knowledge=listing)}]
 

@@ -90,13 +90,15 @@ class Sentence(BaseModel):
     """KNL output: a natural-language sentence tied to one evidence id (paper Eq. 4)."""
 
     evidence_id: str
-    text: str                            # template sentence T(k_i)
+    text: str                            # template sentence T(k_i) (for chunks: the quoted sentences)
     generated: str | None = None         # LLM sentence G(k_i), when an LLM is present
     span: tuple[int, int] | None = None  # for chunks: span of the quoted sentences in the document
+    lead: str | None = None              # for chunks: "<source> on <topic> (<section>)"
 
     @property
     def full(self) -> str:
-        return f"{self.text} {self.generated}".strip() if self.generated else self.text
+        head = f"{self.lead}: {self.text}" if self.lead else self.text
+        return f"{head} {self.generated}".strip() if self.generated else head
 
 
 class DifferentialItem(BaseModel):

@@ -110,7 +110,7 @@ def render(r: dict) -> str:
                    + (f" | {demo}" if demo else ""))
         out.append("")
     refmap = r.get("reference_map") or {}
-    out.append(re.sub(r"(?m)^#{1,6} ", "", _numbered(r["answer"], refmap)))
+    out.append(re.sub(r"(?m)^(\s*)#{1,6} ", r"\1", _numbered(r["answer"], refmap)))
     v = r.get("verification")
     if v and v.get("claims"):
         out += ["", "Verification of claims:"]
