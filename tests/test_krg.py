@@ -12,17 +12,12 @@ import pytest
 
 from agents.krg import KRG, jaccard, shingles
 from agents.types import Evidence
-from knowledge import paths, sources
 
 
-def _mirror_file(source_id: str) -> Path:
-    m = paths.default_mirror()
-    if m is None:
-        pytest.skip("no data mirror configured (set CLINICALRAG_DATA_MIRROR)")
-    p = m / sources.get(source_id).host_path
-    if not p.is_file():
-        pytest.skip(f"mirror {m} lacks {source_id}")
-    return p
+try:
+    from support.data import mirror_file as _mirror_file
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.support.data import mirror_file as _mirror_file
 
 
 @lru_cache(maxsize=None)

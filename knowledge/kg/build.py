@@ -206,6 +206,36 @@ class _Builder:
         return out
 
 
+def _link_phenotype_equivalents(b, hp_names: dict[str, set[str]], category: str, prefix: str, source: str,
+                                exact_synonyms: bool) -> int:
+    """xref edges (both directions) between nodes of ``category`` whose id starts with ``prefix`` and the HP
+    phenotypes with the same normalised name (and EXACT synonyms when asked) or the same UMLS CUI."""
+    hp_cui: dict[str, set[str]] = defaultdict(set)
+    for nid, a in b.nodes.items():
+        if a["category"] == "phenotype":
+            for cui in a["xrefs"].get("UMLS_CUI", ()):
+                hp_cui[cui].add(nid)
+    pairs = 0
+    for nid, a in list(b.nodes.items()):
+        if a["category"] != category or not nid.startswith(prefix):
+            continue
+        keys = [a["name"]]
+        if exact_synonyms:
+            keys += [s for s, sc in zip(a["synonyms"], a["synonym_scopes"]) if sc == "EXACT"]
+        matches: dict[str, str] = {}
+        for k in keys:
+            for h in hp_names.get(normalise(k), ()):
+                matches.setdefault(h, "name")
+        for cui in a["xrefs"].get("UMLS_CUI", ()):
+            for h in hp_cui.get(cui, ()):
+                matches.setdefault(h, "UMLS_CUI")
+        for h, method in matches.items():
+            b.edge(nid, "xref", h, source, method=method)
+            b.edge(h, "xref", nid, source, method=method)
+            pairs += 1
+    return pairs
+
+
 def _name_index(nodes: dict[str, dict], category: str, scopes=("EXACT",)) -> dict[str, set[str]]:
     idx: dict[str, set[str]] = defaultdict(set)
     for nid, a in nodes.items():
@@ -465,48 +495,14 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
     # ---- SYMP <-> HP equivalence (same normalised label / exact synonym, or same UMLS CUI)
     if "do-symp" in located and "hpo" in located:
         step("symptom <-> phenotype equivalences")
-        hp_names = _name_index(b.nodes, "phenotype")
-        hp_cui: dict[str, set[str]] = defaultdict(set)
-        for nid, a in b.nodes.items():
-            if a["category"] == "phenotype":
-                for cui in a["xrefs"].get("UMLS_CUI", ()):
-                    hp_cui[cui].add(nid)
-        for nid, a in list(b.nodes.items()):
-            if a["category"] != "symptom" or not nid.startswith("SYMP:"):
-                continue
-            matches: dict[str, str] = {}
-            keys = [a["name"]] + [s for s, sc in zip(a["synonyms"], a["synonym_scopes"]) if sc == "EXACT"]
-            for k in keys:
-                for h in hp_names.get(normalise(k), ()):
-                    matches.setdefault(h, "name")
-            for cui in a["xrefs"].get("UMLS_CUI", ()):
-                for h in hp_cui.get(cui, ()):
-                    matches.setdefault(h, "UMLS_CUI")
-            for h, method in matches.items():
-                b.edge(nid, "xref", h, "do-symp", method=method)
-                b.edge(h, "xref", nid, "do-symp", method=method)
-                rep["xref_symp_hp_pairs"] += 1
+        rep["xref_symp_hp_pairs"] += _link_phenotype_equivalents(
+            b, _name_index(b.nodes, "phenotype"), "symptom", "SYMP:", "do-symp", exact_synonyms=True)
 
     # ---- DO disease <-> HP phenotype equivalence (e.g. DOID:2841 asthma ~ HP:0002099 Asthma)
     if "hpo" in located:
         step("disease <-> phenotype equivalences")
-        hp_names = _name_index(b.nodes, "phenotype", scopes=())
-        hp_cui = defaultdict(set)
-        for nid, a in b.nodes.items():
-            if a["category"] == "phenotype":
-                for cui in a["xrefs"].get("UMLS_CUI", ()):
-                    hp_cui[cui].add(nid)
-        for nid, a in list(b.nodes.items()):
-            if a["category"] != "disease" or not nid.startswith("DOID:"):
-                continue
-            matches = {h: "name" for h in hp_names.get(normalise(a["name"]), ())}
-            for cui in a["xrefs"].get("UMLS_CUI", ()):
-                for h in hp_cui.get(cui, ()):
-                    matches.setdefault(h, "UMLS_CUI")
-            for h, method in matches.items():
-                b.edge(nid, "xref", h, "hpo", method=method)
-                b.edge(h, "xref", nid, "hpo", method=method)
-                rep["xref_do_hp_pairs"] += 1
+        rep["xref_do_hp_pairs"] += _link_phenotype_equivalents(
+            b, _name_index(b.nodes, "phenotype", scopes=()), "disease", "DOID:", "hpo", exact_synonyms=False)
 
     # ---- HSDN
     if "hsdn" in located:
