@@ -28,7 +28,7 @@ def _freq_note(meta: dict) -> str:
         bits.append(f"reported in about {round(100 * f)}% of cases")
     w = meta.get("weight")
     if isinstance(w, (int, float)) and meta.get("source") == "hsdn":
-        bits.append(f"literature co-occurrence weight {w:.1f}")
+        bits.append(f"literature co-occurrence weight {w:.0f}")
     cat = meta.get("category")
     if cat == "DM":
         bits.append("disease-modifying")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-_SENT = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")
+_SENT = re.compile(r"(?:[^.!?\n]|\.(?=\d))+(?:[.!?]+|\n|$)")   # "3.6" does not end a sentence
 _WORD = re.compile(r"[a-z0-9][a-z0-9\-']*")
 STOP = frozenset("""a an and are as at be been being by can could do does for from had has have having he her his
 how i if in into is it its may might more most no not of on or other our she should so some such than that the their

@@ -15,7 +15,10 @@ class UserError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="clinicalrag", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="clinicalrag",
+        description="Clinical decision support: a cited, verified differential diagnosis from a knowledge graph, "
+                    "a reference base and web sources. Decision support only; a clinician decides.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

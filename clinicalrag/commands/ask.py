@@ -36,6 +36,9 @@ def register(sub) -> None:
 def build_config(args):
     from graph.config import PipelineConfig
 
+    bad = [x for x in args.sources.split(",") if x.strip() and x.strip().upper() not in ("G", "B", "O")]
+    if bad:
+        raise UserError(f"unknown source(s) {', '.join(bad)}: choose from G, B, O (e.g. --sources G,B)")
     kw = {"mode": args.mode, "use_mee": not args.no_mee, "use_knl": not args.no_knl, "use_krg": not args.no_krg,
           "use_verifier": not args.no_verify,
           "sources": [s.strip().upper() for s in args.sources.split(",") if s.strip()]}
@@ -48,7 +51,8 @@ def build_config(args):
     try:
         return PipelineConfig(**kw)
     except Exception as exc:  # pydantic validation error → one clear line
-        raise UserError(f"invalid option: {exc}") from None
+        first = str(exc).splitlines()
+        raise UserError(f"invalid option: {' '.join(first[1:3]) if len(first) > 2 else exc}") from None
 
 
 def run(args) -> int:
