@@ -87,8 +87,7 @@ class Generator:
             if draft is not None:
                 return draft, warnings, info
             warnings.append(f"generator: LLM unavailable ({err}); extractive answer from the knowledge graph ranking")
-        sys_tokens = 0
-        kept = self.budget(presentation, sentences_, sys_tokens)
+        kept = self.budget(presentation, sentences_)
         return self._extractive(candidates, kept, evidence), warnings, info
 
     def direct(self, presentation: str) -> tuple[Draft, list[str], dict]:

@@ -304,9 +304,7 @@ class HKI:
             triples.sort(key=lambda t: -((t.frequency or 0) + (t.weight or 0) / 50.0))
             for t in triples[:6]:
                 ids.append(add(triple_evidence(t, h.score * 0.9, query=ent.text)))
-        else:
-            # a finding: its is_a parents give context; the diseases come from the ranker
-            ids.append(None)
+        # a finding: the diseases that explain it come from the ranker
         return [i for i in ids if i]
 
     def _bo_hit(self, h, ent: Entity, qterms: set[str], p: RetrievalParams, add) -> list[str]:

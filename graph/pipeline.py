@@ -206,9 +206,7 @@ class Runtime:
         return self._verifiers[key]
 
     def generator(self, cfg: PipelineConfig) -> Generator:
-        count = None
-        return Generator(self.llm, differential_k=cfg.differential_k, max_input_tokens=cfg.max_input_tokens,
-                         count_tokens=count)
+        return Generator(self.llm, differential_k=cfg.differential_k, max_input_tokens=cfg.max_input_tokens)
 
     def warm(self) -> None:
         """Load everything a run needs (KG, index, extractor), so the first answer is not slow."""

@@ -14,7 +14,6 @@ Resources (KG, index, agents, LLM client) live in a :class:`Runtime`, outside th
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import asdict
 from typing import Any, Callable
@@ -25,11 +24,10 @@ from agents.corrective import correct
 from agents.grader import grade as grade_fn
 from agents.guard import strip_instructions
 from agents.hki import RetrievalParams
+from agents.verifier import parse_citations
 from agents.types import Candidate, Draft, Evidence, Extraction, Sentence, Verification
 
 from .config import PipelineConfig
-
-_CITE = re.compile(r"\[([GBO]:[^\[\]\s;]+?)(?::\d+-\d+)?\]")
 from .state import RunState
 
 
@@ -205,7 +203,7 @@ def build_graph(rt, checkpointer=None):
         # the reference list is what the answer cites (all evidence stays in the structured result)
         v = state.get("verification") or {}
         text = v.get("cleaned_text") or draft.text
-        cited_all = set(cited) | {m.group(1) for m in _CITE.finditer(text)}
+        cited_all = set(cited) | {c.id for c in parse_citations(text, {e.id for e in evidence})}
         listed = [e for e in evidence if e.id in cited_all] or evidence[:10]
         refs, mapping = rt.krg.references(listed, cited_ids=cited or None)
         return {"references": [r.model_dump() for r in refs], "reference_map": mapping,

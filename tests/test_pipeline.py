@@ -73,8 +73,6 @@ def test_clinical_cases_gold_in_top5(rag):
 
 
 def test_negated_finding_lowers_candidate(rag):
-    base = "19-year-old man with wheezing, chest tightness, cough and shortness of breath."
-    neg = base + " No wheezing today."
     a = rag.ask("19-year-old man with wheezing, chest tightness and cough.", audit=False)
     b = rag.ask("19-year-old man with chest tightness and cough. No wheezing.", audit=False)
 
@@ -86,7 +84,6 @@ def test_negated_finding_lowers_candidate(rag):
 
     assert score(a) > 0
     assert score(b) < score(a)
-    assert base and neg
 
 
 def test_out_of_scope_is_escalated(rag):

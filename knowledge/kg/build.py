@@ -206,6 +206,18 @@ class _Builder:
         return out
 
 
+def _add_term(b, tid: str, t, category: str, source: str):
+    """A node for an ontology term (symptom or phenotype) with its synonyms and cross-references."""
+    a = b.node(tid, category, source, name=t.name, definition=t.definition)
+    for syn, scope in t.synonyms:
+        b.add_synonym(a, syn, scope)
+    for raw in t.xrefs:
+        px = parsers.split_xref(raw)
+        if px:
+            b.add_xref(a, *px)
+    return a
+
+
 def _link_phenotype_equivalents(b, hp_names: dict[str, set[str]], category: str, prefix: str, source: str,
                                 exact_synonyms: bool) -> int:
     """xref edges (both directions) between nodes of ``category`` whose id starts with ``prefix`` and the HP
@@ -360,13 +372,7 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
             if t.obsolete or not t.name:
                 rep["symp_obsolete"] += t.obsolete
                 continue
-            a = b.node(t.id, "symptom", "do-symp", name=t.name, definition=t.definition)
-            for syn, scope in t.synonyms:
-                b.add_synonym(a, syn, scope)
-            for raw in t.xrefs:
-                px = parsers.split_xref(raw)
-                if px:
-                    b.add_xref(a, *px)
+            _add_term(b, t.id, t, "symptom", "do-symp")
             for alt in t.alt_ids:
                 symp_redirect.setdefault(alt, t.id)
         for t in symp.values():
@@ -425,14 +431,7 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
             keep.add(x)
             stack.extend(children.get(x, ()))
         for tid in keep:
-            t = hp[tid]
-            a = b.node(tid, "phenotype", "hpo", name=t.name, definition=t.definition)
-            for syn, scope in t.synonyms:
-                b.add_synonym(a, syn, scope)
-            for raw in t.xrefs:
-                px = parsers.split_xref(raw)
-                if px:
-                    b.add_xref(a, *px)
+            _add_term(b, tid, hp[tid], "phenotype", "hpo")
         for tid in keep:
             for p in hp[tid].parents:
                 if p in keep:
