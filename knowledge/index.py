@@ -37,7 +37,7 @@ from .embeddings import Embedder, EmbeddingCache, embed_cached, get_embedder
 
 log = logging.getLogger(__name__)
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 SOURCES = ("G", "B", "O")
 CHUNKS = "chunks"
 G_CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
@@ -100,6 +100,15 @@ class IndexConfig:
     card_max_synonyms: int = 4
     card_max_definition_chars: int = 300
     card_min_content: int = 2                # a disease gets a card only with >= this many content items
+    # Dense vectors: "lead" = one per document (B/O) or card (G), from its first chunk cut at dense_max_tokens
+    # word pieces (focus, section heading and opening sentences); "chunk" = one per chunk, cut at the model's
+    # limit. BM25 always covers every chunk in full. Leads cost ~1/7 of the model time of full chunks and rank
+    # at least as well on our query set (docs/retrieval.md).
+    dense_unit: str = "lead"
+    dense_max_tokens: int = 48
+    # G names and synonyms (68k strings): linked through the name index (exact normalised match, then BM25
+    # over name words); True also embeds them for dense entity search (old behaviour, ~2 min more build).
+    g_entity_vectors: bool = False
     g_categories: tuple[str, ...] = G_CATEGORIES
     organisations: tuple[str, ...] | None = None   # MedQuAD organisations (None = all)
     doc_limit: int | None = None             # first N documents (tests, benchmarks)
@@ -410,30 +419,29 @@ class KnowledgeIndex:
                 timings["kg_entities_cards"] = time.perf_counter() - t
             hook("kg")
 
-            # ---- embed everything in one pass (sorted by length; cache first) ----
+            # ---- embed (cache first): document leads or chunks, then entity keys ----
             t = time.perf_counter()
             chunk_texts = [chunk_index_text(c["meta"], c["text"]) for c in chunks]
-            ent_lists = {s: list(entities[s]) for s in entities}
-            all_texts = chunk_texts + [k for s in ent_lists for k in ent_lists[s]]
-            vecs = self._embed(all_texts, stats, progress)
+            dense_rows = dense_rows_of(chunks, self.config.dense_unit)
+            max_tok = self.config.dense_max_tokens if self.config.dense_unit == "lead" else None
+            ent_lists = {s: list(entities[s]) for s in entities if s != "G" or self.config.g_entity_vectors}
+            vecs = self._embed([chunk_texts[i] for i in dense_rows], stats, progress, max_tokens=max_tok)
+            ent_vecs = self._embed([k for s in ent_lists for k in ent_lists[s]], stats, progress)
             timings["embed"] = time.perf_counter() - t
             hook("embedded")
 
-            # ---- dense store ----
+            # ---- dense store (HNSW graphs for the large collections) ----
             t = time.perf_counter()
             store = self._open_store(tmp / "store", autoflush=False)
-            if chunks:
-                store.upsert(CHUNKS, [c["id"] for c in chunks], vecs[: len(chunks)],
-                             [{**c["meta"], "chunk_id": c["id"]} for c in chunks])
-            off = len(chunks)
+            if dense_rows:
+                store.upsert(CHUNKS, [chunks[i]["id"] for i in dense_rows], vecs,
+                             [{**chunks[i]["meta"], "chunk_id": chunks[i]["id"]} for i in dense_rows])
+            off = 0
             for s, keys_list in ent_lists.items():
                 n = len(keys_list)
                 if n:
-                    metas = []
-                    for k in keys_list:
-                        m = {"key": k, "ids": entities[s][k], "source": s}
-                        metas.append(m)
-                    store.upsert(f"entities_{s}", [f"{s}:{i}" for i in range(n)], vecs[off: off + n], metas)
+                    metas = [{"key": k, "ids": entities[s][k], "source": s} for k in keys_list]
+                    store.upsert(f"entities_{s}", [f"{s}:{i}" for i in range(n)], ent_vecs[off: off + n], metas)
                 off += n
             store.flush()
             timings["store"] = time.perf_counter() - t
@@ -447,6 +455,11 @@ class KnowledgeIndex:
             if chunks:
                 retriever.index([bm25_tokens(x) for x in chunk_texts], show_progress=False)
                 retriever.save(str(tmp / "bm25"), show_progress=False)
+            for s, keys in entities.items():      # the name index: BM25 over entity key words, per source
+                if keys:
+                    names = bm25s.BM25()
+                    names.index([bm25_tokens(k) or ["_"] for k in keys], show_progress=False)
+                    names.save(str(tmp / f"names_{s}"), show_progress=False)
             timings["bm25"] = time.perf_counter() - t
             hook("bm25")
 
@@ -482,7 +495,8 @@ class KnowledgeIndex:
                            "timings": timings}
         return self.last_build
 
-    def _embed(self, texts: list[str], stats: dict[str, Any], progress: bool) -> np.ndarray:
+    def _embed(self, texts: list[str], stats: dict[str, Any], progress: bool,
+               max_tokens: int | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         # sort by length so batches hold similar lengths (less padding); restore order afterwards
@@ -490,7 +504,8 @@ class KnowledgeIndex:
         cache = self._cache or EmbeddingCache()
         try:
             vecs_sorted = embed_cached(self.embedder, [texts[i] for i in order], cache=cache,
-                                       batch_size=self.config.batch_size, progress=progress, stats=stats)
+                                       batch_size=self.config.batch_size, progress=progress, stats=stats,
+                                       max_tokens=max_tokens)
         finally:
             if self._cache is None:
                 cache.close()
@@ -553,7 +568,12 @@ class KnowledgeIndex:
 
                 self._bm25 = bm25s.BM25.load(str(self.root / "bm25"), show_progress=False)
                 self._bm25_vocab = self._bm25.vocab_dict
-            self._roles = np.array([c["meta"].get("role") for c in self._chunks], dtype=object)
+            self._roles = np.array([c["meta"].get("role") or "" for c in self._chunks], dtype=str)
+            self._role_masks: dict[frozenset[str], np.ndarray] = {}
+            self._doc_of = [c["meta"].get("doc_id", c["id"].split("#")[0]) for c in self._chunks]
+            self._dense_colls = set(self._store.collections())
+            self._names: dict[str, Any] = {}
+            self._name_norm = {s: {_norm_key(k): k for k in keys} for s, keys in self._entities.items()}
             if self._embedder is not None and self._embedder.name != m["model"]:
                 raise RuntimeError(f"index was built with {m['model']}, but the embedder is {self._embedder.name}")
             self._loaded = True
@@ -600,42 +620,47 @@ class KnowledgeIndex:
     def entity_search_many(self, texts: Sequence[str], k: int = 5, sources: Sequence[str] = SOURCES,
                            min_score: float = 0.0, with_knowledge: bool = True,
                            max_knowledge: int = 50) -> list[dict[str, list[EntityHit]]]:
-        """Nearest entity keys per source for each text (texts embedded once, in one batch)."""
+        """Nearest entity keys per source for each text. A key equal to the text after normalisation (case,
+        spacing) comes first with score 1.0; then the dense neighbours (texts embedded once, in one batch) where
+        the source has entity vectors, else the name index (BM25 over key words, scored by word overlap)."""
         self.open()
         texts = list(texts)
         out: list[dict[str, list[EntityHit]]] = [{} for _ in texts]
         if not texts:
             return out
-        q = self._qvecs(texts)
+        q = None
         for s in sources:
             s = s.upper()
             if s not in self._entities:
                 continue
-            coll = f"entities_{s}"
-            search_many = getattr(self._store, "search_many", None)
             depth = k * 4 if s == "G" else k
-            if search_many is not None:
-                rows = search_many(coll, q, k=depth, min_score=min_score)
+            if f"entities_{s}" in self._dense_colls:
+                if q is None:
+                    q = self._qvecs(texts)
+                rows = [[(h.metadata.get("key", ""), h.score) for h in hits]
+                        for hits in self._store.search_many(f"entities_{s}", q, k=depth, min_score=min_score)]
             else:
-                rows = [self._store.search(coll, v, k=depth, min_score=min_score) for v in q]
+                rows = [self._name_search(s, t, depth, min_score) for t in texts]
             for n, hits in enumerate(rows):
+                exact = self._name_norm.get(s, {}).get(_norm_key(texts[n]))
+                if exact is not None:
+                    hits = [(exact, 1.0)] + [h for h in hits if h[0] != exact]
                 res: list[EntityHit] = []
                 seen: set[str] = set()
-                for h in hits:
-                    ids = list(h.metadata.get("ids", []))
-                    key = h.metadata.get("key", "")
+                for key, score in hits:
+                    ids = list(self._entities[s].get(key, ()))
                     if s == "G":
                         cid = ids[0] if ids else None
                         if cid in seen:
                             continue
                         seen.add(cid)
                         em = self._entity_meta.get("G", {}).get(cid, {})
-                        eh = EntityHit(source="G", key=key, score=h.score, concept_id=cid, ids=ids,
+                        eh = EntityHit(source="G", key=key, score=score, concept_id=cid, ids=ids,
                                        name=em.get("name"), category=em.get("category"))
                         if with_knowledge and cid:
                             eh.knowledge = self._concept_knowledge(cid, max_knowledge)
                     else:
-                        eh = EntityHit(source=s, key=key, score=h.score, focus=key, ids=ids)
+                        eh = EntityHit(source=s, key=key, score=score, focus=key, ids=ids)
                         if with_knowledge:
                             kn: list[dict[str, Any]] = []
                             for d in ids:
@@ -648,6 +673,40 @@ class KnowledgeIndex:
                         break
                 out[n][s] = res
         return out
+
+    def _name_search(self, source: str, text: str, k: int, min_score: float) -> list[tuple[str, float]]:
+        """Entity keys of ``source`` sharing words with ``text``: BM25 over key words picks candidates, the
+        Dice overlap of the two word sets scores them (1.0 = the same words), BM25 breaks ties."""
+        names = self._names.get(source)
+        if names is None:
+            import bm25s  # noqa: PLC0415
+
+            path = self.root / f"names_{source}"
+            names = bm25s.BM25.load(str(path), show_progress=False) if path.exists() else False
+            self._names[source] = names
+            self._name_keys = getattr(self, "_name_keys", {})
+            self._name_keys[source] = list(self._entities[source])
+        if names is False:
+            return []
+        qt = bm25_tokens(text)
+        toks = [t for t in qt if t in names.vocab_dict]
+        if not toks:
+            return []
+        scores = np.asarray(names.get_scores(toks), dtype=np.float32)
+        depth = min(len(scores), max(k * 5, 20))
+        top = np.argpartition(-scores, depth - 1)[:depth]
+        keys = self._name_keys[source]
+        qs = set(qt)
+        ranked = []
+        for i in top:
+            if scores[i] <= 0:
+                continue
+            ks = set(bm25_tokens(keys[i]))
+            dice = 2 * len(qs & ks) / (len(qs) + len(ks)) if ks else 0.0
+            if dice >= min_score:
+                ranked.append((keys[i], dice, float(scores[i])))
+        ranked.sort(key=lambda x: (-x[1], -x[2], x[0]))
+        return [(key, dice) for key, dice, _ in ranked[:k]]
 
     def _concept_knowledge(self, cid: str, limit: int) -> list[Any]:
         try:
@@ -662,8 +721,11 @@ class KnowledgeIndex:
     def _filter_mask(self, sources: Sequence[str] | None, filters: dict[str, Any] | None) -> np.ndarray | None:
         mask = None
         if sources:
-            want = {s.upper() for s in sources}
-            mask = np.fromiter((r in want for r in self._roles), dtype=bool, count=len(self._roles))
+            want = frozenset(s.upper() for s in sources)
+            mask = self._role_masks.get(want)
+            if mask is None:
+                mask = np.isin(self._roles, sorted(want))
+                self._role_masks[want] = mask
         for fld, val in (filters or {}).items():
             wanted = set(val) if isinstance(val, (list, tuple, set, frozenset)) else {val}
             m = np.fromiter(((c["meta"].get(fld) in wanted) for c in self._chunks), dtype=bool,
@@ -678,7 +740,7 @@ class KnowledgeIndex:
         return np.asarray(self._bm25.get_scores(toks), dtype=np.float32)
 
     def search(self, query: str, k: int = 10, sources: Sequence[str] | None = None, mode: str = "hybrid",
-               fusion: str = "rrf", alpha: float = 0.5, min_score: float | None = None,
+               fusion: str = "alpha", alpha: float = 0.5, min_score: float | None = None,
                filters: dict[str, Any] | None = None, depth: int = 100, rrf_k: int = 60) -> list[SearchHit]:
         """Top-``k`` chunks for a whole query.
 
@@ -700,13 +762,11 @@ class KnowledgeIndex:
         bm_scores = None
         if mode in ("hybrid", "bm25"):
             bm_scores = self._bm25_scores(query)
-            s = bm_scores.copy()
-            if mask is not None:
-                s[~mask] = -np.inf
-            n = min(depth, len(s))
-            top = np.argpartition(-s, n - 1)[:n] if n < len(s) else np.arange(len(s))
-            top = top[np.argsort(-s[top], kind="stable")]
-            bm_rank = {int(i): r + 1 for r, i in enumerate(top) if s[i] > 0}
+            cand = np.flatnonzero(bm_scores > 0 if mask is None else (bm_scores > 0) & mask)
+            if len(cand) > depth:
+                cand = cand[np.argpartition(-bm_scores[cand], depth - 1)[:depth]]
+            top = cand[np.argsort(-bm_scores[cand], kind="stable")]
+            bm_rank = dict(zip(top.tolist(), range(1, len(top) + 1)))
         dense: dict[int, float] = {}
         dn_rank: dict[int, int] = {}
         if mode in ("hybrid", "dense"):
@@ -715,8 +775,16 @@ class KnowledgeIndex:
             if sources:
                 store_filters["role"] = [x.upper() for x in sources]
             hits = self._store.search(CHUNKS, qv, k=depth, filters=store_filters or None)
+            # with document-lead vectors a dense hit stands for its document: credit the document's best BM25
+            # chunk when it has one (so both rankings vote for the same chunk), else the lead chunk itself
+            best_of_doc: dict[str, int] = {}
+            for i in sorted(bm_rank, key=bm_rank.get):
+                best_of_doc.setdefault(self._doc_of[i], i)
             for r, h in enumerate(hits):
                 i = self._chunk_pos[h.id]
+                i = best_of_doc.get(self._doc_of[i], i)
+                if i in dense:
+                    continue
                 dense[i] = h.score
                 dn_rank[i] = r + 1
         # fuse
@@ -758,6 +826,22 @@ class KnowledgeIndex:
             if len(out) >= k:
                 break
         return out
+
+
+def dense_rows_of(chunks: Sequence[dict[str, Any]], unit: str) -> list[int]:
+    """Rows of ``chunks`` that get a dense vector: every chunk, or ("lead") the first chunk of each document."""
+    if unit == "chunk":
+        return list(range(len(chunks)))
+    if unit != "lead":
+        raise ValueError(f"dense_unit must be 'lead' or 'chunk', not {unit!r}")
+    seen: set[str] = set()
+    rows = []
+    for i, c in enumerate(chunks):
+        doc = c["meta"].get("doc_id", c["id"].split("#")[0])
+        if doc not in seen:
+            seen.add(doc)
+            rows.append(i)
+    return rows
 
 
 def _concept_license(c: Any) -> str:

@@ -1,8 +1,13 @@
-"""In-process vector store persisted on disk; exact cosine search by one matrix product.
+"""In-process vector store persisted on disk; cosine search.
 
 Layout under ``path``: one folder per collection with ``vectors.npy`` (float32, L2-normalised rows,
-memory-mapped on open), ``ids.json`` and ``metadata.pkl``. A collection is written to a temporary folder
-and swapped in by rename, so a crash while writing never leaves a half-written collection.
+memory-mapped on open), ``ids.json``, ``metadata.pkl`` and, for collections of at least ``ann_min`` rows, an
+HNSW graph (``hnsw.faiss``, faiss ``IndexHNSWFlat`` over inner products). A collection is written to a
+temporary folder and swapped in by rename, so a crash while writing never leaves a half-written collection.
+
+Search is exact (one matrix product) for small collections and for filters that keep few rows; large
+collections are searched through the HNSW graph (``ef_search`` candidates, filters applied inside the graph
+walk), which answers a top-10 query over ~50k vectors in well under a millisecond instead of several.
 
 Filters: ``{"field": value}`` (equality) or ``{"field": [v1, v2]}`` (membership); several fields are ANDed.
 A metadata value that is itself a list matches when any of its items matches.
@@ -26,16 +31,25 @@ from .base import Hit
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
-class _Collection:
-    __slots__ = ("ids", "vectors", "metadata", "index", "columns", "dirty")
+ANN_MIN = 20000        # collections at least this large get an HNSW graph
+ANN_M = 32             # HNSW neighbours per node
+ANN_EF_CONSTRUCTION = 80
+ANN_EF_SEARCH = 128    # candidates kept during a search (recall vs time)
+EXACT_MAX = 4000       # a filter that keeps at most this many rows is searched exactly
 
-    def __init__(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]]):
+
+class _Collection:
+    __slots__ = ("ids", "vectors", "metadata", "index", "columns", "dirty", "ann", "masks")
+
+    def __init__(self, ids: list[str], vectors: np.ndarray, metadata: list[dict[str, Any]], ann: Any = None):
         self.ids = ids
         self.vectors = vectors
         self.metadata = metadata
         self.index = {i: n for n, i in enumerate(ids)}
         self.columns: dict[str, np.ndarray] = {}
         self.dirty = False
+        self.ann = ann                                  # faiss index over the rows, or None
+        self.masks: dict[str, tuple[np.ndarray, Any]] = {}   # filter key -> (bool mask, faiss selector)
 
     def column(self, field: str) -> np.ndarray:
         col = self.columns.get(field)
@@ -58,7 +72,8 @@ class EmbeddedStore:
 
     name = "embedded"
 
-    def __init__(self, path: str | Path | None = None, autoflush: bool = True, mmap: bool = True):
+    def __init__(self, path: str | Path | None = None, autoflush: bool = True, mmap: bool = True,
+                 ann_min: int = ANN_MIN, ef_search: int = ANN_EF_SEARCH):
         if path is None:
             from .. import paths  # noqa: PLC0415
 
@@ -67,6 +82,8 @@ class EmbeddedStore:
         self.path.mkdir(parents=True, exist_ok=True)
         self.autoflush = autoflush
         self.mmap = mmap
+        self.ann_min = ann_min
+        self.ef_search = ef_search
         self._cols: dict[str, _Collection] = {}
         self._lock = threading.RLock()
 
@@ -89,7 +106,7 @@ class EmbeddedStore:
             if len(ids) != len(vectors) or len(ids) != len(metadata):
                 raise RuntimeError(f"collection {collection!r} at {d} is inconsistent "
                                    f"({len(ids)} ids, {len(vectors)} vectors, {len(metadata)} metadata)")
-            col = _Collection(ids, vectors, metadata)
+            col = _Collection(ids, vectors, metadata, ann=_read_ann(d / "hnsw.faiss"))
         elif create:
             col = _Collection([], np.zeros((0, 0), dtype=np.float32), [])
         else:
@@ -106,6 +123,11 @@ class EmbeddedStore:
             (tmp / "ids.json").write_text(json.dumps(col.ids), encoding="utf-8")
             with open(tmp / "metadata.pkl", "wb") as fh:
                 pickle.dump(col.metadata, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            col.ann = _build_ann(col.vectors) if len(col.ids) >= self.ann_min else None
+            if col.ann is not None:
+                import faiss  # noqa: PLC0415
+
+                faiss.write_index(col.ann, str(tmp / "hnsw.faiss"))
             old = None
             if d.exists():
                 old = self.path / f".{collection}.old-{uuid.uuid4().hex[:8]}"
@@ -159,6 +181,8 @@ class EmbeddedStore:
                     col.metadata.append(dict(metadata[n]))
             col.vectors = vecs
             col.columns.clear()
+            col.masks.clear()
+            col.ann = None
             col.dirty = True
             if self.autoflush:
                 self._write(collection, col)
@@ -187,9 +211,16 @@ class EmbeddedStore:
             shutil.rmtree(self._dir(collection), ignore_errors=True)
 
     # -- reads -----------------------------------------------------------------------------------------
-    def _mask(self, col: _Collection, filters: dict[str, Any] | None) -> np.ndarray | None:
+    def _mask(self, col: _Collection, filters: dict[str, Any] | None) -> tuple[np.ndarray, Any] | None:
+        """(bool mask, faiss selector) of the rows a filter keeps; cached per filter (collections are read
+        far more often than written, and the same few filters recur: one per source role)."""
         if not filters:
             return None
+        key = repr(sorted((f, sorted(map(repr, w)) if isinstance(w, (list, tuple, set, frozenset)) else repr(w))
+                          for f, w in filters.items()))
+        hit = col.masks.get(key)
+        if hit is not None:
+            return hit
         mask = np.ones(len(col.ids), dtype=bool)
         for field, want in filters.items():
             values = col.column(field)
@@ -201,7 +232,16 @@ class EmbeddedStore:
                 return v in wanted
 
             mask &= np.fromiter((ok(v) for v in values), dtype=bool, count=len(values))
-        return mask
+        selector = None
+        if col.ann is not None and int(mask.sum()) > EXACT_MAX:
+            import faiss  # noqa: PLC0415
+
+            bits = np.packbits(mask, bitorder="little")
+            selector = (faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bits)), bits)  # keep bits alive
+        if len(col.masks) > 64:
+            col.masks.clear()
+        col.masks[key] = (mask, selector)
+        return col.masks[key]
 
     def search(self, collection: str, vector: np.ndarray, k: int = 10,
                filters: dict[str, Any] | None = None, min_score: float | None = None) -> list[Hit]:
@@ -221,12 +261,21 @@ class EmbeddedStore:
                 return [[] for _ in range(len(q))]
             if q.shape[1] != col.vectors.shape[1]:
                 raise ValueError(f"query dim {q.shape[1]} != collection {collection!r} dim {col.vectors.shape[1]}")
-            mask = self._mask(col, filters)
-            scores = q @ np.asarray(col.vectors).T  # (nq, n)
+            masked = self._mask(col, filters)
+            mask = masked[0] if masked is not None else None
+            kk = min(k, len(col.ids))
+            if kk <= 0:
+                return [[] for _ in range(len(q))]
+            if col.ann is not None and (mask is None or masked[1] is not None):
+                return self._search_ann(col, q, kk, masked[1][0] if masked is not None else None, min_score)
             if mask is not None:
-                scores[:, ~mask] = -np.inf
+                rows = np.flatnonzero(mask)
+                scores = q @ np.asarray(col.vectors)[rows].T if len(rows) else np.zeros((len(q), 0), np.float32)
+            else:
+                rows = None
+                scores = q @ np.asarray(col.vectors).T  # (nq, n)
             out: list[list[Hit]] = []
-            kk = min(k, scores.shape[1])
+            kk = min(kk, scores.shape[1])
             for row in scores:
                 if kk <= 0:
                     out.append([])
@@ -236,11 +285,33 @@ class EmbeddedStore:
                 hits = []
                 for n in top:
                     s = float(row[n])
-                    if s == -np.inf or (min_score is not None and s < min_score):
+                    if min_score is not None and s < min_score:
                         continue
-                    hits.append(Hit(col.ids[n], s, col.metadata[n]))
+                    pos = int(rows[n]) if rows is not None else int(n)
+                    hits.append(Hit(col.ids[pos], s, col.metadata[pos]))
                 out.append(hits)
             return out
+
+    def _search_ann(self, col: _Collection, q: np.ndarray, k: int, selector: Any,
+                    min_score: float | None) -> list[list[Hit]]:
+        import faiss  # noqa: PLC0415
+
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = max(self.ef_search, 2 * k)
+        if selector is not None:
+            params.sel = selector
+        # one query is faster on one thread than split across two (thread start-up costs more than it saves)
+        faiss.omp_set_num_threads(1 if len(q) <= 4 else max(1, os.cpu_count() or 1))
+        scores, idx = col.ann.search(np.ascontiguousarray(q, dtype=np.float32), k, params=params)
+        out: list[list[Hit]] = []
+        for srow, irow in zip(scores, idx):
+            hits = []
+            for s, n in zip(srow.tolist(), irow.tolist()):
+                if n < 0 or (min_score is not None and s < min_score):
+                    continue
+                hits.append(Hit(col.ids[n], float(s), col.metadata[n]))
+            out.append(hits)
+        return out
 
     def get(self, collection: str, ids: Sequence[str]) -> list[Hit | None]:
         """Metadata of the given ids (score 0.0), None where unknown."""
@@ -270,3 +341,27 @@ class EmbeddedStore:
     def collections(self) -> list[str]:
         on_disk = {p.name for p in self.path.iterdir() if p.is_dir() and not p.name.startswith(".")}
         return sorted(on_disk | set(self._cols))
+
+
+def _build_ann(vectors: np.ndarray) -> Any:
+    """An HNSW graph over the rows (inner product = cosine on unit vectors), or None without faiss."""
+    try:
+        import faiss  # noqa: PLC0415
+    except ImportError:
+        return None
+    vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+    faiss.omp_set_num_threads(max(1, os.cpu_count() or 1))
+    index = faiss.IndexHNSWFlat(vecs.shape[1], ANN_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = ANN_EF_CONSTRUCTION
+    index.add(vecs)
+    return index
+
+
+def _read_ann(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        import faiss  # noqa: PLC0415
+    except ImportError:
+        return None            # exact search still works
+    return faiss.read_index(str(path))
