@@ -12,12 +12,54 @@ with its own tokenizer and parser and the same medspaCy components are added aft
 """
 from __future__ import annotations
 
+import os
 import re
+import sys
+import types
+from contextlib import contextmanager
 from typing import Any
 
-import spacy
-from spacy.language import Language
-from spacy.tokens import Doc
+
+@contextmanager
+def _lean_imports():
+    """Import spaCy and medspaCy without two optional dependencies this pipeline never uses: thinc imports PyTorch
+    when it is installed (about 1 s), and medspaCy imports QuickUMLS -> NLTK -> SciPy (about 1.5 s) for a
+    component we do not add. Both are hidden only while the modules load (PyTorch stays importable afterwards);
+    ``CLINICALRAG_LEAN_IMPORTS=0`` turns this off."""
+    if os.environ.get("CLINICALRAG_LEAN_IMPORTS", "1") == "0" or "spacy" in sys.modules:
+        yield
+        return
+
+    class _HideTorch:
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch" or name.startswith("torch."):
+                raise ModuleNotFoundError(f"{name} hidden while spaCy loads", name=name)
+            return None
+
+    finder = None if "torch" in sys.modules else _HideTorch()
+    stubbed = []
+    if "quickumls" not in sys.modules:
+        stub = types.ModuleType("quickumls")
+        stub.spacy_component = types.ModuleType("quickumls.spacy_component")
+        sys.modules["quickumls"] = stub
+        sys.modules["quickumls.spacy_component"] = stub.spacy_component
+        stubbed = ["quickumls", "quickumls.spacy_component"]
+    if finder is not None:
+        sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        if finder is not None:
+            sys.meta_path.remove(finder)
+        for name in stubbed:
+            sys.modules.pop(name, None)
+
+
+with _lean_imports():
+    import spacy
+    import medspacy  # noqa: F401  (registers the medspacy_* factories)
+    from spacy.language import Language
+    from spacy.tokens import Doc
 
 NORM_COMPONENT = "mee_norms"
 

@@ -324,13 +324,71 @@ _INDEXES: "weakref.WeakKeyDictionary[Any, dict[tuple, _KGIndex]]" = weakref.Weak
 _INDEX_LOCK = threading.Lock()
 
 
+_DERIVED = ("category", "children", "parents", "xref", "canon", "by_finding", "common", "curated", "mass", "n_ann",
+            "n_diseases", "names")
+
+
+def _cache_path(kg: Any, cfg: RankerConfig):
+    """Where the derived index of a KG version lives on disk (None for a KG without a version)."""
+    import hashlib  # noqa: PLC0415
+
+    from knowledge.paths import build_dir  # noqa: PLC0415
+
+    version = getattr(kg, "version", None)
+    if not version:
+        return None
+    key = hashlib.sha256(repr((version, cfg.index_key())).encode()).hexdigest()[:16]
+    return build_dir() / "ranker" / f"kgindex-{key}.pkl"
+
+
+def _load_index(kg: Any, cfg: RankerConfig) -> _KGIndex | None:
+    import pickle  # noqa: PLC0415
+
+    path = _cache_path(kg, cfg)
+    if path is None or not path.is_file():
+        return None
+    try:
+        with open(path, "rb") as fh:
+            state = pickle.load(fh)
+    except Exception:  # noqa: BLE001 — a broken cache is rebuilt
+        return None
+    idx = _KGIndex.__new__(_KGIndex)
+    idx.kg, idx.cfg = kg, cfg
+    for name in _DERIVED:
+        setattr(idx, name, state[name])
+    idx._profiles, idx._idf, idx._desc, idx._lock = {}, {}, {}, threading.Lock()
+    return idx
+
+
+def _save_index(idx: _KGIndex) -> None:
+    import os  # noqa: PLC0415
+    import pickle  # noqa: PLC0415
+
+    path = _cache_path(idx.kg, idx.cfg)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        with open(tmp, "wb") as fh:
+            pickle.dump({name: getattr(idx, name) for name in _DERIVED}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass                                   # a read-only home: the index is rebuilt next time
+
+
 def _index_for(kg: Any, cfg: RankerConfig) -> _KGIndex:
-    """One index per (KG object, index-shaping constants), kept for the life of the KG object."""
+    """One index per (KG object, index-shaping constants), kept for the life of the KG object and on disk per KG
+    version (building it walks every finding edge: seconds; loading it: a fraction of that)."""
     with _INDEX_LOCK:
         per = _INDEXES.setdefault(kg, {})
         idx = per.get(cfg.index_key())
         if idx is None:
-            idx = per[cfg.index_key()] = _KGIndex(kg, cfg)
+            idx = _load_index(kg, cfg)
+            if idx is None:
+                idx = _KGIndex(kg, cfg)
+                _save_index(idx)
+            per[cfg.index_key()] = idx
         return idx
 
 
