@@ -47,8 +47,11 @@ kg: data
 index: kg
 	$(BIN)/clinicalrag index build
 
-demo: index
-	$(BIN)/clinicalrag ask "$(SAMPLE_CASE)"
+# One command for a new user: install, data, knowledge graph, index, warm caches, one answer; each stage with a
+# progress bar, and a table of stage times at the end. A second run skips what is up to date.
+demo:
+	@t0=$$(date +%s); $(MAKE) --no-print-directory install && \
+	  $(BIN)/clinicalrag demo --install-seconds $$(( $$(date +%s) - t0 )) "$(SAMPLE_CASE)"
 
 test: install install-llm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

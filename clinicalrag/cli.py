@@ -7,7 +7,7 @@ import importlib
 import logging
 import sys
 
-COMMANDS = ["data", "kg", "index", "search", "ask", "trace"]
+COMMANDS = ["demo", "data", "kg", "index", "search", "ask", "trace"]
 
 
 class UserError(Exception):

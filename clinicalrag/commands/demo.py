@@ -1,0 +1,132 @@
+"""`clinicalrag demo`: everything a new user needs, stage by stage, then one answer.
+
+Stages: data (fetch or mirror every default source), knowledge graph, index, warm caches (entity extractor,
+KG ranker), answer (a sample case asked in a new process, as a user would). Each stage shows a progress bar
+(with an estimate of the time left where the stage can count its work) and the run ends with a table of how
+long each stage took. Stages whose output is up to date are skipped in seconds, so a second run only answers.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+SAMPLE_CASE = "34-year-old woman with 3 days of fever, dry cough, muscle aches and headache; no rash."
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("demo", help="fetch data, build the knowledge graph and index, answer a sample case",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("case", nargs="?", default=SAMPLE_CASE, help="the presentation to answer at the end")
+    p.add_argument("--install-seconds", type=float, default=None,
+                   help="time the install step took (the Makefile passes it, for the summary table)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_demo)
+
+
+def _bar(total: int, desc: str, progress: bool):
+    from tqdm import tqdm  # noqa: PLC0415
+
+    return tqdm(total=total, desc=desc, unit="step", disable=not progress, dynamic_ncols=True,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}] {postfix}")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from clinicalrag.cli import UserError  # noqa: PLC0415
+
+    progress = not args.no_progress
+    timings: list[tuple[str, float, str]] = []
+    if args.install_seconds is not None:
+        timings.append(("install", args.install_seconds, "virtualenv and packages"))
+    stages = ["data", "knowledge graph", "index", "warm caches", "answer"]
+
+    def head(i: int) -> None:
+        print(f"\n[{i + 1}/{len(stages)}] {stages[i]}", flush=True)
+
+    # 1. data
+    head(0)
+    from knowledge import sources  # noqa: PLC0415
+
+    t = time.perf_counter()
+    ids = sources.resolve_ids(None)
+    bar = _bar(len(ids), "sources", progress)
+    statuses: dict[str, int] = {}
+    for sid in ids:
+        bar.set_postfix_str(sid)
+        try:
+            res = sources.fetch([sid], progress=progress)[0]
+        except ValueError as exc:
+            bar.close()
+            raise UserError(str(exc)) from None
+        if not res.ok:
+            bar.close()
+            raise UserError(f"fetching {sid} failed: {res.message} (run `clinicalrag data fetch {sid}` to retry)")
+        statuses[res.status] = statuses.get(res.status, 0) + 1
+        bar.update(1)
+    bar.close()
+    timings.append(("data", time.perf_counter() - t, ", ".join(f"{n} {k}" for k, n in sorted(statuses.items()))))
+
+    # 2. knowledge graph
+    head(1)
+    from knowledge.kg import load_or_build  # noqa: PLC0415
+
+    t = time.perf_counter()
+    bar = _bar(1, "knowledge graph", progress)
+    kg = load_or_build()
+    bar.update(1)
+    bar.close()
+    n_nodes, n_edges = kg.graph.number_of_nodes(), kg.graph.number_of_edges()
+    timings.append(("knowledge graph", time.perf_counter() - t, f"{n_nodes:,} concepts, {n_edges:,} edges"))
+
+    # 3. index
+    head(2)
+    from knowledge.index import KnowledgeIndex  # noqa: PLC0415
+
+    t = time.perf_counter()
+    steps = ["corpus", "kg", "embedded", "store", "written"]
+    bar = _bar(len(steps), "index", progress)
+    index = KnowledgeIndex(kg=kg)
+
+    def hook(stage: str) -> None:
+        if stage in steps:
+            bar.set_postfix_str(stage)
+            bar.update(1)
+
+    res = index.build(progress=progress, _hook=hook)
+    if res.get("skipped"):
+        bar.update(len(steps) - bar.n)
+    bar.close()
+    note = "up to date" if res.get("skipped") else f"{res['counts']['chunks']:,} chunks, {res['embedded']:,} embedded"
+    timings.append(("index", time.perf_counter() - t, note))
+
+    # 4. warm caches: the extractor's lexicon and fuzzy linker, the KG ranker's index (built once, loaded after)
+    head(3)
+    from graph.pipeline import Runtime  # noqa: PLC0415
+
+    t = time.perf_counter()
+    bar = _bar(2, "caches", progress)
+    rt = Runtime(kg=kg, index=index.open())
+    bar.set_postfix_str("entity extractor")
+    _ = rt.mee
+    bar.update(1)
+    bar.set_postfix_str("KG ranker")
+    rt.ranker.warm()
+    bar.update(1)
+    bar.close()
+    timings.append(("warm caches", time.perf_counter() - t, "extractor lexicon + linker, ranker index"))
+
+    # 5. answer in a new process (what a user's first `clinicalrag ask` costs)
+    head(4)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "clinicalrag.cli", "ask", args.case], env=os.environ.copy())
+    timings.append(("answer", time.perf_counter() - t, "`clinicalrag ask` in a new process"))
+
+    total = sum(s for _, s, _ in timings)
+    print("\nStage times")
+    width = max(len(n) for n, _, _ in timings)
+    for name, secs, what in timings:
+        print(f"  {name:<{width}}  {secs:8.1f} s   {what}")
+    print(f"  {'total':<{width}}  {total:8.1f} s")
+    return proc.returncode
