@@ -2,7 +2,6 @@
 
     python benchmarks/bench_knowledge.py [--cold] [--sources G,B,O] [--queries 200] [--json out.json]
         [--organisations CDC,NHLBI] [--per-organisation-limit N] [--g-first N]   # a subset
-    python benchmarks/bench_knowledge.py --synthetic-full       # full-size search latency, no cold build
 
 ``--cold`` deletes the index and the embedding cache of the current ``$CLINICALRAG_HOME`` first (the KG
 artefact and the downloaded sources are kept). Latency is measured on distinct queries (MedQuAD questions
@@ -36,63 +35,6 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-def synthetic_full_latency(n_queries: int = 200) -> dict:
-    """Search latency at full corpus size without the cold build: the real BM25 index over every B/O chunk and
-    G card text, an ``EmbeddedStore`` of random unit vectors of the same count (exact dense search costs the
-    same for any vectors of that shape), the real embedder for the queries (MedQuAD questions)."""
-    import tempfile  # noqa: PLC0415
-
-    import bm25s  # noqa: PLC0415
-    import numpy as np  # noqa: PLC0415
-
-    from knowledge.corpus import chunk_documents, load_documents  # noqa: PLC0415
-    from knowledge.embeddings import get_embedder  # noqa: PLC0415
-    from knowledge.index import IndexConfig, bm25_tokens, chunk_index_text, concept_card  # noqa: PLC0415
-    from knowledge.kg import load_or_build  # noqa: PLC0415
-    from knowledge.stores.embedded import EmbeddedStore  # noqa: PLC0415
-
-    cfg = IndexConfig()
-    docs = load_documents()
-    chunks = chunk_documents(docs, max_tokens=cfg.max_tokens, overlap=cfg.overlap)
-    kg = load_or_build()
-    cards = []
-    for e in kg.vocabulary(categories=["disease"]):
-        text, content = concept_card(kg, kg.concept(e.id), cfg)
-        if content >= cfg.card_min_content:
-            cards.append(text)
-    texts = [chunk_index_text(c.to_metadata(include_text=False), c.text) for c in chunks] + cards
-    bm = bm25s.BM25()
-    bm.index([bm25_tokens(x) for x in texts], show_progress=False)
-    with tempfile.TemporaryDirectory() as d:
-        st = EmbeddedStore(d, autoflush=False)
-        vecs = np.random.default_rng(0).normal(size=(len(texts), 384)).astype(np.float32)
-        st.upsert("chunks", [str(i) for i in range(len(texts))], vecs,
-                  [{"role": "B"}] * len(chunks) + [{"role": "G"}] * len(cards))
-        st.flush()
-        st = EmbeddedStore(d)
-        emb = get_embedder(None)
-        qs = list(dict.fromkeys(dd.question for dd in random.Random(1).sample(docs, n_queries * 2)))[:n_queries]
-        emb.embed(["warm up"])
-        le, lb, ld, lt = [], [], [], []
-        for q in qs:
-            t0 = time.perf_counter()
-            qv = emb.embed([q])[0]
-            t1 = time.perf_counter()
-            toks = [x for x in bm25_tokens(q) if x in bm.vocab_dict]
-            sc = bm.get_scores(toks)
-            np.argpartition(-sc, 100)[:100]
-            t2 = time.perf_counter()
-            st.search("chunks", qv, k=100)
-            t3 = time.perf_counter()
-            le.append((t1 - t0) * 1e3)
-            lb.append((t2 - t1) * 1e3)
-            ld.append((t3 - t2) * 1e3)
-            lt.append((t3 - t0) * 1e3)
-    return {"texts": len(texts), "chunks": len(chunks), "cards": len(cards), "queries": len(qs)} | {
-        name: {"p50": statistics.median(xs), "p95": _pct(xs, 95)}
-        for name, xs in (("embed_ms", le), ("bm25_ms", lb), ("dense_ms", ld), ("total_ms", lt))}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cold", action="store_true", help="delete index + embedding cache first")
@@ -102,17 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--organisations", default=None, help="comma-separated MedQuAD organisations (default: all)")
     ap.add_argument("--per-organisation-limit", type=int, default=None, help="first N documents per organisation")
     ap.add_argument("--g-first", type=int, default=None, help="only the first N KG concepts (default: all)")
-    ap.add_argument("--synthetic-full", action="store_true",
-                    help="only measure search latency at full size with random dense vectors (no cold build)")
     args = ap.parse_args(argv)
     from knowledge import paths  # noqa: PLC0415
-
-    if args.synthetic_full:
-        res = synthetic_full_latency(args.queries) | {"load_avg": os.getloadavg(), "peak_rss_mb": _rss_peak_mb()}
-        print(json.dumps(res, indent=2))
-        if args.json:
-            Path(args.json).write_text(json.dumps(res, indent=2))
-        return 0
 
     out: dict = {"cpu_count": os.cpu_count(), "load_avg_start": os.getloadavg()}
     if args.cold:
