@@ -71,11 +71,6 @@ class LLMClient:
         with self._lock:
             return list(self.log[index:])
 
-    def reset_usage(self) -> None:
-        with self._lock:
-            self.usage = Usage()
-            self.log.clear()
-
     # -- error classification -------------------------------------------------------------------
     def _classify(self, exc: Exception, timeout: float) -> tuple[str, bool, int | None, bool]:
         """(short reason, retryable, status code, response_format rejected)."""

@@ -55,10 +55,6 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     latency_s: float = 0.0
 
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
     def add(self, res: LLMResult) -> None:
         self.calls += 1
         self.attempts += res.attempts

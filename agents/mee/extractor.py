@@ -115,7 +115,6 @@ class MEE:
         self.fuzzy = fuzzy
         self.fuzzy_min_similarity = fuzzy_min_similarity
         self.fuzzy_min_ratio = fuzzy_min_ratio
-        self.pipeline_name = pipeline
         t = time.perf_counter()
         self.nlp = build_pipeline(pipeline, sentences=sentences)
         timings["pipeline"] = time.perf_counter() - t

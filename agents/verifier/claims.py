@@ -31,7 +31,6 @@ class Claim:
     text: str                        # as written (with citations)
     clean: str                       # without citation brackets
     citations: list[Citation] = field(default_factory=list)
-    line: int = 0
 
 
 def split_sentences(text: str) -> list[str]:
@@ -60,7 +59,7 @@ def split_claims(text: str, known: set[str]) -> tuple[list[Claim], list[str]]:
     """Claims of an answer and the skipped lines (with the reason in front)."""
     claims: list[Claim] = []
     skipped: list[str] = []
-    for ln, raw in enumerate(text.splitlines()):
+    for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("|") and line.endswith("|") and set(line) <= set("|-: "):
             continue
@@ -86,7 +85,7 @@ def split_claims(text: str, known: set[str]) -> tuple[list[Claim], list[str]]:
                 if parse_citations(sent, known) and claims:  # a stray citation group: attach to previous claim
                     claims[-1].citations.extend(parse_citations(sent, known))
                 continue
-            claims.append(Claim(sent, clean, parse_citations(sent, known), ln))
+            claims.append(Claim(sent, clean, parse_citations(sent, known)))
     return claims, skipped
 
 

@@ -165,13 +165,6 @@ def vocabulary(evidence: list[Evidence]) -> set[str]:
 
 
 @dataclass
-class _Unit:
-    """A checkable piece of a cited evidence text (sentence or adjacent pair)."""
-    ev_id: str
-    text: str
-
-
-@dataclass
 class ScoredClaim:
     """A claim kept for checking, with its content stems and the surface word of each stem."""
     claim: Claim
@@ -204,7 +197,7 @@ class ClaimScorer:
         self.max_units_per_evidence = max_units_per_evidence
         self.notes: list[str] = []
         self.cited_text: dict[str, tuple[str, str | None]] = {}   # raw citation -> (text, note)
-        self._units: list[_Unit] = []
+        self._units: list[str] = []   # checkable pieces of the cited texts (sentences, adjacent pairs)
         self._unit_index: dict[str, list[int]] = {}
 
     def weight(self, s: str, surface: dict[str, str]) -> float:
@@ -247,7 +240,7 @@ class ClaimScorer:
                 cand += [f"{a} {b}" for a, b in zip(sents, sents[1:])]
                 for u in cand[: self.max_units_per_evidence]:
                     idx.append(len(self._units))
-                    self._units.append(_Unit(cit.id, u))
+                    self._units.append(u)
                 self._unit_index[key] = idx
 
     # -- one claim -------------------------------------------------------------------------------------
@@ -260,7 +253,7 @@ class ClaimScorer:
             return None
         try:
             cvec = self.embed([cl.clean])
-            uvec = self.embed([self._units[u].text for u in uids])
+            uvec = self.embed([self._units[u] for u in uids])
             return float(np.max(cvec @ uvec.T))
         except Exception as exc:  # noqa: BLE001 — degrade to lexical only, and say so
             self.notes.append(f"embedder failed ({type(exc).__name__}: {exc}); lexical check only")
