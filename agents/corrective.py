@@ -47,7 +47,7 @@ def correct(extraction: Extraction | None, uncovered: list[str], params: Retriev
             expansions.append(f"{c.name}: " + ", ".join(dict.fromkeys(terms)))
     hyde = None
     if llm is not None and getattr(llm, "enabled", False) and presentation:
-        from .llm import load_prompt
+        from .prompts import load_prompt
 
         msgs = [{"role": "system", "content": load_prompt("hyde_system")},
                 {"role": "user", "content": load_prompt("hyde_user", presentation=fence(presentation))}]

@@ -92,7 +92,7 @@ class Generator:
 
     def direct(self, presentation: str) -> tuple[Draft, list[str], dict]:
         """Baseline: the LLM alone, no retrieval."""
-        from .llm import load_prompt
+        from .prompts import load_prompt
 
         if self.llm is None or not getattr(self.llm, "enabled", False):
             return (Draft(text="Direct mode needs an LLM; none is configured.", insufficient=True, origin="direct"),
@@ -114,7 +114,7 @@ class Generator:
 
     # ---- LLM ----------------------------------------------------------------------------------------------
     def _llm(self, presentation, candidates, sentences_, evidence, attempt):
-        from .llm import load_prompt
+        from .prompts import load_prompt
 
         system = load_prompt("generate_system", k=str(self.k))
         cand_lines = "\n".join(f"- {c.name} ({c.concept_id}); knowledge-graph score {c.score:.2f}; "

@@ -97,7 +97,7 @@ class KNL:
         out = [template(ev, qt) for ev in evidence]
         warnings: list[str] = []
         if self.llm is not None and getattr(self.llm, "enabled", False) and out:
-            from .llm import load_prompt
+            from .prompts import load_prompt
 
             items = out[: self.max_llm_items]
 

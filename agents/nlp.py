@@ -3,7 +3,8 @@
 No scispaCy model is published on PyPI, so the default pipeline is assembled from parts:
 
 - ``spacy.blank("en")`` with scispaCy's biomedical tokenizer (``combined_rule_tokenizer``),
-- a token-norm component (lower case + light plural folding) used by the vocabulary phrase matcher,
+- a token-norm component (:func:`knowledge.text.fold`: lower case + light plural folding) used by the
+  vocabulary phrase matcher,
 - a rule-based sentencizer (``sentencizer``; ``sentences="pyrush"`` uses medspaCy's PyRuSH splitter),
 - medspaCy's ``medspacy_context`` (negation, history, family, hypothetical) and ``medspacy_sectionizer``.
 
@@ -61,23 +62,9 @@ with _lean_imports():
     from spacy.language import Language
     from spacy.tokens import Doc
 
+from knowledge.text import fold
+
 NORM_COMPONENT = "mee_norms"
-
-_NO_FOLD_ENDINGS = ("ss", "us", "is", "ous", "ics", "sis", "xis", "ys", "as", "os")
-
-
-def fold(word: str) -> str:
-    """Lower-case a token and fold a regular English plural ("headaches" -> "headache").
-
-    Deliberately conservative: only words longer than four letters that end in a plain ``s`` are folded, and
-    Latin/Greek endings (``-sis``, ``-us``, ``-ics``, ...) are kept.
-    """
-    w = word.lower()
-    if len(w) > 4 and w.endswith("s") and w.isalpha() and not w.endswith(_NO_FOLD_ENDINGS):
-        if w.endswith("ies") and len(w) > 5:
-            return w[:-3] + "y"
-        return w[:-1]
-    return w
 
 
 @Language.component(NORM_COMPONENT)
@@ -199,23 +186,3 @@ def _direction(category: str, literal: str) -> str:
     if literal in ("resolved",):
         return "BACKWARD"
     return "FORWARD"
-
-
-def pipe_names(nlp: Language) -> list[str]:
-    return list(nlp.pipe_names)
-
-
-def tokens_of(nlp: Language, text: str) -> list[str]:
-    """Tokenize a vocabulary term with the pipeline's tokenizer (no components)."""
-    return [t.text for t in nlp.tokenizer(text)]
-
-
-_WS = re.compile(r"\s+")
-
-
-def squash(text: str) -> str:
-    return _WS.sub(" ", text).strip()
-
-
-def describe(nlp: Language) -> dict[str, Any]:
-    return {"lang": nlp.lang, "pipes": list(nlp.pipe_names), "tokenizer": type(nlp.tokenizer).__name__}

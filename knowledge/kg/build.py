@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import networkx as nx
@@ -137,6 +137,28 @@ class _Builder:
         self.report: dict[str, int] = defaultdict(int)
         self._strings: dict[str, str] = {}
         self.licenses = {sid: s.license for sid, s in sources_mod.CATALOG.items()}
+        self.step: Callable[[str], None] = log.info        # progress messages of the ingest steps
+        self.do_obo: dict[str, parsers.Term] = {}            # DO 2016 OBO terms (when that source is read)
+        self.do_redirect: dict[str, str] = {}                # old/alternative/obsolete DO id -> current id
+        self.symp_redirect: dict[str, str] = {}              # alternative/obsolete SYMP id -> current id
+
+    def do_id(self, raw: str) -> str | None:
+        """The current DO disease id for an id as written by a source (None when unknown)."""
+        raw = raw.strip()
+        if raw in self.nodes and self.nodes[raw]["category"] == "disease":
+            return raw
+        r = self.do_redirect.get(raw)
+        if r is not None:
+            self.report["do_ids_redirected"] += 1
+            return r
+        return None
+
+    def symp_id(self, raw: str) -> str | None:
+        """The current Symptom Ontology id for an id as written by a source (None when unknown)."""
+        if raw in self.nodes and self.nodes[raw]["category"] == "symptom":
+            return raw
+        r = self.symp_redirect.get(raw)
+        return r if r in self.nodes else None
 
     def s(self, text: str) -> str:
         """Intern repeated strings (sources, licenses, relations) so the pickle stores them once."""
@@ -261,29 +283,22 @@ def _name_index(nodes: dict[str, dict], category: str, scopes=("EXACT",)) -> dic
     return idx
 
 
-def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.MultiDiGraph, dict]:
-    """Assemble the graph from located source files (``{source_id: path}``). Returns the graph and a report
-    of what was read, merged and dropped."""
-    t0 = time.perf_counter()
-    b = _Builder()
+# ---------------------------------------------------------------- one ingest function per source
+def ingest_disease_ontology(b: _Builder, humando: Path, obo_2016: Path | None) -> None:
+    """DO backbone (``do-humando``, HumanDO.tsv): diseases and is_a edges; with the 2016 OBO (``do-obo-2016``):
+    synonyms, definitions and the map of old/alternative/obsolete ids to current ones (:meth:`_Builder.do_id`)."""
     rep = b.report
-
-    def step(msg: str) -> None:
-        if progress:
-            print(f"  [{time.perf_counter() - t0:5.1f}s] {msg}", flush=True)
-        log.info(msg)
-
-    # ---- Disease Ontology backbone
-    step("Disease Ontology terms (HumanDO.tsv)")
-    labels, parent_labels = parsers.read_humando(located["do-humando"])
+    b.step("Disease Ontology terms (HumanDO.tsv)")
+    labels, parent_labels = parsers.read_humando(humando)
     for doid, label in labels.items():
         b.node(doid, "disease", "do-humando", name=label)
     obo: dict[str, parsers.Term] = {}
-    if "do-obo-2016" in located:
-        step("DO 2016 OBO: synonyms, definitions, alternative ids")
-        obo = parsers.read_obo(located["do-obo-2016"])
+    if obo_2016 is not None:
+        b.step("DO 2016 OBO: synonyms, definitions, alternative ids")
+        obo = parsers.read_obo(obo_2016)
+    b.do_obo = obo
     # old/alternative/obsolete DO ids -> current ids
-    redirect: dict[str, str] = {}
+    redirect = b.do_redirect
     for t in obo.values():
         for alt in t.alt_ids:
             if t.id in b.nodes:
@@ -318,270 +333,305 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
             a["definition"] = t.definition
     rep["do_redirects"] = len(redirect)
 
-    def do_id(raw: str) -> str | None:
-        raw = raw.strip()
-        if raw in b.nodes and b.nodes[raw]["category"] == "disease":
-            return raw
-        r = redirect.get(raw)
-        if r is not None:
-            rep["do_ids_redirected"] += 1
-            return r
-        return None
 
-    if "do-facets" in located:
-        step("DO facets: definitions, anatomy")
-        definitions, anatomy, anatomy_names = parsers.read_do_facets(located["do-facets"])
-        for doid, d in definitions.items():
-            if doid in b.nodes:
-                a = b.nodes[doid]
-                a["definition"] = d  # current definitions win over the 2016 ones
-                if "do-facets" not in a["sources"]:
-                    a["sources"].append(b.s("do-facets"))
-        specific = parsers.most_specific(anatomy)
-        for doid, uids in specific.items():
-            if doid not in b.nodes:
-                rep["anatomy_unknown_disease"] += 1
-                continue
-            for uid in sorted(uids):
-                b.node(uid, "anatomy", "do-facets", name=anatomy_names.get(uid, uid))
-                b.edge(doid, "located_in", uid, "do-facets")
+def ingest_do_facets(b: _Builder, path: Path) -> None:
+    """Current DO definitions (they win over the 2016 ones) and the anatomy facet (located_in edges)."""
+    b.step("DO facets: definitions, anatomy")
+    definitions, anatomy, anatomy_names = parsers.read_do_facets(path)
+    for doid, d in definitions.items():
+        if doid in b.nodes:
+            a = b.nodes[doid]
+            a["definition"] = d  # current definitions win over the 2016 ones
+            if "do-facets" not in a["sources"]:
+                a["sources"].append(b.s("do-facets"))
+    specific = parsers.most_specific(anatomy)
+    for doid, uids in specific.items():
+        if doid not in b.nodes:
+            b.report["anatomy_unknown_disease"] += 1
+            continue
+        for uid in sorted(uids):
+            b.node(uid, "anatomy", "do-facets", name=anatomy_names.get(uid, uid))
+            b.edge(doid, "located_in", uid, "do-facets")
 
-    if "do-xrefs" in located:
-        step("DO cross-references")
-        for doid, raws in parsers.read_do_xrefs(located["do-xrefs"]).items():
+
+def ingest_do_xrefs(b: _Builder, path: Path | None) -> None:
+    """Cross-references of DO diseases (OMIM, ORPHA, ICD-10, UMLS, ...); without the ``do-xrefs`` file
+    (``path`` None) the 2016 OBO's xrefs are used."""
+    if path is not None:
+        b.step("DO cross-references")
+        for doid, raws in parsers.read_do_xrefs(path).items():
             if doid not in b.nodes:
                 continue
             for raw in raws:
                 px = parsers.split_xref(raw)
                 if px:
                     b.add_xref(b.nodes[doid], *px)
-    elif obo:  # fall back to the 2016 xrefs
-        for doid, t in obo.items():
-            if doid in b.nodes:
-                for raw in t.xrefs:
-                    px = parsers.split_xref(raw)
-                    if px:
-                        b.add_xref(b.nodes[doid], *px)
+        return
+    for doid, t in b.do_obo.items():  # fall back to the 2016 xrefs
+        if doid in b.nodes:
+            for raw in t.xrefs:
+                px = parsers.split_xref(raw)
+                if px:
+                    b.add_xref(b.nodes[doid], *px)
 
-    # ---- Symptom Ontology
-    symp_redirect: dict[str, str] = {}
-    if "do-symp" in located:
-        step("Symptom Ontology")
-        symp = parsers.read_symp_owl(located["do-symp"])
-        for t in symp.values():
-            if t.obsolete or not t.name:
-                rep["symp_obsolete"] += t.obsolete
+
+def ingest_symptom_ontology(b: _Builder, path: Path) -> None:
+    """Symptom Ontology terms and is_a edges; alternative/obsolete ids go to :meth:`_Builder.symp_id`."""
+    b.step("Symptom Ontology")
+    symp = parsers.read_symp_owl(path)
+    redirect = b.symp_redirect
+    for t in symp.values():
+        if t.obsolete or not t.name:
+            b.report["symp_obsolete"] += t.obsolete
+            continue
+        _add_term(b, t.id, t, "symptom", "do-symp")
+        for alt in t.alt_ids:
+            redirect.setdefault(alt, t.id)
+    for t in symp.values():
+        if t.obsolete:
+            for r in t.replaced_by:
+                redirect.setdefault(t.id, r)
+    for t in symp.values():
+        if t.id in b.nodes:
+            for p in t.parents:
+                p = p if p in b.nodes else redirect.get(p, p)
+                if p in b.nodes:
+                    b.edge(t.id, "is_a", p, "do-symp")
+
+
+def ingest_disease_symptom(b: _Builder, path: Path, symptom_ontology_loaded: bool) -> None:
+    """DO disease -> symptom edges. Without the Symptom Ontology the symptoms get nodes from this file."""
+    rep = b.report
+    b.step("DO disease -> symptom edges")
+    for doid, dlabel, sid, slabel in parsers.read_disease_symptom(path):
+        d = b.do_id(doid)
+        s = b.symp_id(sid)
+        if d is None:
+            rep["disease_symptom_unknown_disease"] += 1
+            continue
+        if s is None:
+            if symptom_ontology_loaded:
+                rep["disease_symptom_unknown_symptom"] += 1
                 continue
-            _add_term(b, t.id, t, "symptom", "do-symp")
+            s = sid  # Symptom Ontology not loaded: keep the symptom with its label from this file
+            b.node(s, "symptom", "do-disease-symptom", name=slabel)
+        b.edge(d, "has_symptom", s, "do-disease-symptom")
+
+
+def ingest_hpo(b: _Builder, folder: Path) -> None:
+    """HPO phenotypes under "Phenotypic abnormality" (hp.obo) and disease annotations (phenotype.hpoa):
+    OMIM/ORPHA diseases merge into the DO terms that cross-reference them, the others get their own node."""
+    rep = b.report
+    b.step("HPO terms (hp.obo)")
+    hp = parsers.read_obo(folder / "hp.obo")
+    hp_redirect: dict[str, str] = {}
+    children: dict[str, list[str]] = defaultdict(list)
+    for t in hp.values():
+        if not t.obsolete:
+            for p in t.parents:
+                children[p].append(t.id)
             for alt in t.alt_ids:
-                symp_redirect.setdefault(alt, t.id)
-        for t in symp.values():
-            if t.obsolete:
-                for r in t.replaced_by:
-                    symp_redirect.setdefault(t.id, r)
-        for t in symp.values():
-            if t.id in b.nodes:
-                for p in t.parents:
-                    p = p if p in b.nodes else symp_redirect.get(p, p)
-                    if p in b.nodes:
-                        b.edge(t.id, "is_a", p, "do-symp")
+                hp_redirect[alt] = t.id
+        else:
+            for r in t.replaced_by:
+                hp_redirect[t.id] = r
+    keep, stack = set(), [HPO_ROOT]
+    while stack:
+        x = stack.pop()
+        if x in keep:
+            continue
+        keep.add(x)
+        stack.extend(children.get(x, ()))
+    for tid in keep:
+        _add_term(b, tid, hp[tid], "phenotype", "hpo")
+    for tid in keep:
+        for p in hp[tid].parents:
+            if p in keep:
+                b.edge(tid, "is_a", p, "hpo")
+    rep["hpo_terms_outside_phenotypic_abnormality"] = sum(1 for t in hp.values() if not t.obsolete) - len(keep)
 
-    def symp_id(raw: str) -> str | None:
-        if raw in b.nodes and b.nodes[raw]["category"] == "symptom":
-            return raw
-        r = symp_redirect.get(raw)
-        return r if r in b.nodes else None
-
-    if "do-disease-symptom" in located:
-        step("DO disease -> symptom edges")
-        for doid, dlabel, sid, slabel in parsers.read_disease_symptom(located["do-disease-symptom"]):
-            d = do_id(doid)
-            s = symp_id(sid)
-            if d is None:
-                rep["disease_symptom_unknown_disease"] += 1
-                continue
-            if s is None:
-                if "do-symp" in located:
-                    rep["disease_symptom_unknown_symptom"] += 1
-                    continue
-                s = sid  # Symptom Ontology not loaded: keep the symptom with its label from this file
-                b.node(s, "symptom", "do-disease-symptom", name=slabel)
-            b.edge(d, "has_symptom", s, "do-disease-symptom")
-
-    # ---- HPO
-    if "hpo" in located:
-        step("HPO terms (hp.obo)")
-        hp = parsers.read_obo(located["hpo"] / "hp.obo")
-        hp_redirect: dict[str, str] = {}
-        children: dict[str, list[str]] = defaultdict(list)
-        for t in hp.values():
-            if not t.obsolete:
-                for p in t.parents:
-                    children[p].append(t.id)
-                for alt in t.alt_ids:
-                    hp_redirect[alt] = t.id
-            else:
-                for r in t.replaced_by:
-                    hp_redirect[t.id] = r
-        keep, stack = set(), [HPO_ROOT]
-        while stack:
-            x = stack.pop()
-            if x in keep:
-                continue
-            keep.add(x)
-            stack.extend(children.get(x, ()))
-        for tid in keep:
-            _add_term(b, tid, hp[tid], "phenotype", "hpo")
-        for tid in keep:
-            for p in hp[tid].parents:
-                if p in keep:
-                    b.edge(tid, "is_a", p, "hpo")
-        rep["hpo_terms_outside_phenotypic_abnormality"] = sum(1 for t in hp.values() if not t.obsolete) - len(keep)
-
-        step("HPO annotations (phenotype.hpoa)")
-        names, annotations, negated = parsers.read_hpoa(located["hpo"] / "phenotype.hpoa")
-        rep["hpo_negated_annotations_skipped"] = negated
-        # OMIM/ORPHA -> DO via DO cross-references
-        ext_to_do: dict[str, set[str]] = defaultdict(set)
-        for doid, a in b.nodes.items():
-            if a["category"] != "disease":
-                continue
-            for prefix in ("OMIM", "ORPHA"):
-                for local in a["xrefs"].get(prefix, ()):
-                    ext_to_do[f"{prefix}:{local}"].add(doid)
-        do_parents: dict[str, list[str]] = defaultdict(list)
-        for (u, rel, v) in b.edges:
-            if rel == "is_a" and u.startswith("DOID:"):
-                do_parents[u].append(v)
-        target: dict[str, list[str]] = {}
-        for did, dname in names.items():
-            cands = ext_to_do.get(did)
-            if cands:
-                if len(cands) > 1:
-                    # several DO terms claim the same OMIM/ORPHA id: keep the most specific ones
-                    general = set()
-                    for c in cands:
-                        general |= _do_ancestors(do_parents, c) & cands
-                    cands = (cands - general) or cands
-                    rep["hpo_disease_mapped_to_several_do"] += 1
-                tlist = sorted(cands)
-                for doid in tlist:
-                    prefix, local = did.split(":", 1)
-                    b.add_xref(b.nodes[doid], prefix, local)
-                    if "hpo" not in b.nodes[doid]["sources"]:
-                        b.nodes[doid]["sources"].append(b.s("hpo"))
-                target[did] = tlist
-                rep["hpo_diseases_merged_into_do"] += 1
-            else:
-                a = b.node(did, "disease", "hpo", name=dname)
+    b.step("HPO annotations (phenotype.hpoa)")
+    names, annotations, negated = parsers.read_hpoa(folder / "phenotype.hpoa")
+    rep["hpo_negated_annotations_skipped"] = negated
+    # OMIM/ORPHA -> DO via DO cross-references
+    ext_to_do: dict[str, set[str]] = defaultdict(set)
+    for doid, a in b.nodes.items():
+        if a["category"] != "disease":
+            continue
+        for prefix in ("OMIM", "ORPHA"):
+            for local in a["xrefs"].get(prefix, ()):
+                ext_to_do[f"{prefix}:{local}"].add(doid)
+    do_parents: dict[str, list[str]] = defaultdict(list)
+    for (u, rel, v) in b.edges:
+        if rel == "is_a" and u.startswith("DOID:"):
+            do_parents[u].append(v)
+    target: dict[str, list[str]] = {}
+    for did, dname in names.items():
+        cands = ext_to_do.get(did)
+        if cands:
+            if len(cands) > 1:
+                # several DO terms claim the same OMIM/ORPHA id: keep the most specific ones
+                general = set()
+                for c in cands:
+                    general |= _do_ancestors(do_parents, c) & cands
+                cands = (cands - general) or cands
+                rep["hpo_disease_mapped_to_several_do"] += 1
+            tlist = sorted(cands)
+            for doid in tlist:
                 prefix, local = did.split(":", 1)
-                b.add_xref(a, prefix, local)
-                target[did] = [did]
-                rep["hpo_diseases_own_node"] += 1
-        merged_count: dict[str, int] = defaultdict(int)
-        for tl in target.values():
-            for d in tl:
-                merged_count[d] += 1
-        for ann in annotations:
-            ph = ann.phenotype if ann.phenotype in b.nodes else hp_redirect.get(ann.phenotype)
-            if ph is None or ph not in b.nodes:
-                rep["hpo_annotations_unknown_phenotype"] += 1
-                continue
-            for d in target[ann.disease]:
-                b.edge(d, "has_phenotype", ph, "hpo", frequency=ann.frequency,
-                       evidence=ann.evidence or None, hpo_disease=ann.disease if merged_count[d] > 1 and d != ann.disease else None)
+                b.add_xref(b.nodes[doid], prefix, local)
+                if "hpo" not in b.nodes[doid]["sources"]:
+                    b.nodes[doid]["sources"].append(b.s("hpo"))
+            target[did] = tlist
+            rep["hpo_diseases_merged_into_do"] += 1
+        else:
+            a = b.node(did, "disease", "hpo", name=dname)
+            prefix, local = did.split(":", 1)
+            b.add_xref(a, prefix, local)
+            target[did] = [did]
+            rep["hpo_diseases_own_node"] += 1
+    merged_count: dict[str, int] = defaultdict(int)
+    for tl in target.values():
+        for d in tl:
+            merged_count[d] += 1
+    for ann in annotations:
+        ph = ann.phenotype if ann.phenotype in b.nodes else hp_redirect.get(ann.phenotype)
+        if ph is None or ph not in b.nodes:
+            rep["hpo_annotations_unknown_phenotype"] += 1
+            continue
+        for d in target[ann.disease]:
+            b.edge(d, "has_phenotype", ph, "hpo", frequency=ann.frequency,
+                   evidence=ann.evidence or None, hpo_disease=ann.disease if merged_count[d] > 1 and d != ann.disease else None)
 
-    # ---- SYMP <-> HP equivalence (same normalised label / exact synonym, or same UMLS CUI)
-    if "do-symp" in located and "hpo" in located:
-        step("symptom <-> phenotype equivalences")
-        rep["xref_symp_hp_pairs"] += _link_phenotype_equivalents(
-            b, _name_index(b.nodes, "phenotype"), "symptom", "SYMP:", "do-symp", exact_synonyms=True)
 
-    # ---- DO disease <-> HP phenotype equivalence (e.g. DOID:2841 asthma ~ HP:0002099 Asthma)
-    if "hpo" in located:
-        step("disease <-> phenotype equivalences")
-        rep["xref_do_hp_pairs"] += _link_phenotype_equivalents(
-            b, _name_index(b.nodes, "phenotype", scopes=()), "disease", "DOID:", "hpo", exact_synonyms=False)
+def link_symptom_phenotypes(b: _Builder) -> None:
+    """SYMP <-> HP equivalence (same normalised label / exact synonym, or same UMLS CUI)."""
+    b.step("symptom <-> phenotype equivalences")
+    b.report["xref_symp_hp_pairs"] += _link_phenotype_equivalents(
+        b, _name_index(b.nodes, "phenotype"), "symptom", "SYMP:", "do-symp", exact_synonyms=True)
 
-    # ---- HSDN
-    if "hsdn" in located:
-        step("HSDN symptom-disease network")
-        symp_names = _name_index(b.nodes, "symptom")
-        hp_names = _name_index(b.nodes, "phenotype")
-        symp_related = _name_index(b.nodes, "symptom", scopes=("EXACT", "RELATED"))
-        hp_related = _name_index(b.nodes, "phenotype", scopes=("EXACT", "RELATED"))
-        mesh_target: dict[str, str] = {}
-        for row in parsers.read_hsdn(located["hsdn"]):
-            d = do_id(row["doid_code"])
-            if d is None:
-                rep["hsdn_unknown_disease"] += 1
-                continue
-            mid, mname = row["symptom_id"], row["symptom_name"]
-            sid = mesh_target.get(mid)
-            if sid is None:
-                variants = [mname] + ([uninvert(mname)] if uninvert(mname) else [])
-                keys = [normalise(v) for v in variants]
-                keys += [k[:-1] for k in keys if k.endswith("s") and not k.endswith("ss") and len(k) > 4]
-                found = None
-                # preferred names / exact synonyms first, then related synonyms; SYMP before HP
-                for idx in (symp_names, hp_names, symp_related, hp_related):
-                    for k in keys:
-                        hits = sorted(idx.get(k, ()))
-                        if hits:
-                            found = hits[0]
-                            break
-                    if found:
+
+def link_disease_phenotypes(b: _Builder) -> None:
+    """DO disease <-> HP phenotype equivalence (e.g. DOID:2841 asthma ~ HP:0002099 Asthma)."""
+    b.step("disease <-> phenotype equivalences")
+    b.report["xref_do_hp_pairs"] += _link_phenotype_equivalents(
+        b, _name_index(b.nodes, "phenotype", scopes=()), "disease", "DOID:", "hpo", exact_synonyms=False)
+
+
+def ingest_hsdn(b: _Builder, path: Path) -> None:
+    """HSDN symptom-disease network: MeSH symptoms mapped onto SYMP/HP by name (own ``MESH:`` node otherwise),
+    has_symptom edges weighted by TF-IDF score and co-occurrence count."""
+    rep = b.report
+    b.step("HSDN symptom-disease network")
+    symp_names = _name_index(b.nodes, "symptom")
+    hp_names = _name_index(b.nodes, "phenotype")
+    symp_related = _name_index(b.nodes, "symptom", scopes=("EXACT", "RELATED"))
+    hp_related = _name_index(b.nodes, "phenotype", scopes=("EXACT", "RELATED"))
+    mesh_target: dict[str, str] = {}
+    for row in parsers.read_hsdn(path):
+        d = b.do_id(row["doid_code"])
+        if d is None:
+            rep["hsdn_unknown_disease"] += 1
+            continue
+        mid, mname = row["symptom_id"], row["symptom_name"]
+        sid = mesh_target.get(mid)
+        if sid is None:
+            variants = [mname] + ([uninvert(mname)] if uninvert(mname) else [])
+            keys = [normalise(v) for v in variants]
+            keys += [k[:-1] for k in keys if k.endswith("s") and not k.endswith("ss") and len(k) > 4]
+            found = None
+            # preferred names / exact synonyms first, then related synonyms; SYMP before HP
+            for idx in (symp_names, hp_names, symp_related, hp_related):
+                for k in keys:
+                    hits = sorted(idx.get(k, ()))
+                    if hits:
+                        found = hits[0]
                         break
                 if found:
-                    sid = found
-                    b.add_xref(b.nodes[sid], "MESH", mid)
-                    if "hsdn" not in b.nodes[sid]["sources"]:
-                        b.nodes[sid]["sources"].append(b.s("hsdn"))
-                    rep["hsdn_symptoms_mapped"] += 1
-                else:
-                    sid = f"MESH:{mid}"
-                    a = b.node(sid, "symptom", "hsdn", name=mname)
-                    if uninvert(mname):
-                        b.add_synonym(a, uninvert(mname), "EXACT")
-                    b.add_xref(a, "MESH", mid)
-                    rep["hsdn_symptoms_own_node"] += 1
-                mesh_target[mid] = sid
-            try:
-                weight = float(row["tfidf_score"])
-            except (KeyError, ValueError):
-                weight = None
-            try:
-                cooccurs = int(row.get("cooccurs", ""))
-            except ValueError:
-                cooccurs = None
-            b.edge(d, "has_symptom", sid, "hsdn", weight=weight, cooccurs=cooccurs)
+                    break
+            if found:
+                sid = found
+                b.add_xref(b.nodes[sid], "MESH", mid)
+                if "hsdn" not in b.nodes[sid]["sources"]:
+                    b.nodes[sid]["sources"].append(b.s("hsdn"))
+                rep["hsdn_symptoms_mapped"] += 1
+            else:
+                sid = f"MESH:{mid}"
+                a = b.node(sid, "symptom", "hsdn", name=mname)
+                if uninvert(mname):
+                    b.add_synonym(a, uninvert(mname), "EXACT")
+                b.add_xref(a, "MESH", mid)
+                rep["hsdn_symptoms_own_node"] += 1
+            mesh_target[mid] = sid
+        try:
+            weight = float(row["tfidf_score"])
+        except (KeyError, ValueError):
+            weight = None
+        try:
+            cooccurs = int(row.get("cooccurs", ""))
+        except ValueError:
+            cooccurs = None
+        b.edge(d, "has_symptom", sid, "hsdn", weight=weight, cooccurs=cooccurs)
 
-    # ---- PharmacotherapyDB
+
+def ingest_pharmacotherapydb(b: _Builder, path: Path) -> None:
+    """PharmacotherapyDB indications: treated_by edges for disease-modifying (DM) and symptomatic (SYM) drugs."""
+    rep = b.report
+    b.step("PharmacotherapyDB indications")
+    for row in parsers.read_pharmacotherapydb(path):
+        d = b.do_id(row["doid_id"])
+        if d is None:
+            rep["pharmacotherapydb_unknown_disease"] += 1
+            continue
+        if row.get("category") not in ("DM", "SYM"):
+            # NOT: curators judged the drug a non-indication (e.g. an antibiotic listed for asthma)
+            rep["pharmacotherapydb_non_indications_skipped"] += 1
+            continue
+        drug = row["drugbank_id"]
+        a = b.node(drug, "drug", "pharmacotherapydb", name=row["drug"])
+        b.add_xref(a, "DRUGBANK", drug)
+        b.edge(d, "treated_by", drug, "pharmacotherapydb", category=row.get("category") or None,
+               n_curators=_int(row.get("n_curators")), n_resources=_int(row.get("n_resources")))
+
+
+def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.MultiDiGraph, dict]:
+    """Assemble the graph from located source files (``{source_id: path}``). Returns the graph and a report
+    of what was read, merged and dropped. The order of the steps matters: later sources are mapped onto the
+    nodes of earlier ones."""
+    t0 = time.perf_counter()
+    b = _Builder()
+
+    def step(msg: str) -> None:
+        if progress:
+            print(f"  [{time.perf_counter() - t0:5.1f}s] {msg}", flush=True)
+        log.info(msg)
+
+    b.step = step
+    ingest_disease_ontology(b, located["do-humando"], located.get("do-obo-2016"))
+    if "do-facets" in located:
+        ingest_do_facets(b, located["do-facets"])
+    if "do-xrefs" in located or b.do_obo:
+        ingest_do_xrefs(b, located.get("do-xrefs"))
+    if "do-symp" in located:
+        ingest_symptom_ontology(b, located["do-symp"])
+    if "do-disease-symptom" in located:
+        ingest_disease_symptom(b, located["do-disease-symptom"], symptom_ontology_loaded="do-symp" in located)
+    if "hpo" in located:
+        ingest_hpo(b, located["hpo"])
+    if "do-symp" in located and "hpo" in located:
+        link_symptom_phenotypes(b)
+    if "hpo" in located:
+        link_disease_phenotypes(b)
+    if "hsdn" in located:
+        ingest_hsdn(b, located["hsdn"])
     if "pharmacotherapydb" in located:
-        step("PharmacotherapyDB indications")
-        for row in parsers.read_pharmacotherapydb(located["pharmacotherapydb"]):
-            d = do_id(row["doid_id"])
-            if d is None:
-                rep["pharmacotherapydb_unknown_disease"] += 1
-                continue
-            if row.get("category") not in ("DM", "SYM"):
-                # NOT: curators judged the drug a non-indication (e.g. an antibiotic listed for asthma)
-                rep["pharmacotherapydb_non_indications_skipped"] += 1
-                continue
-            drug = row["drugbank_id"]
-            a = b.node(drug, "drug", "pharmacotherapydb", name=row["drug"])
-            b.add_xref(a, "DRUGBANK", drug)
-            b.edge(d, "treated_by", drug, "pharmacotherapydb", category=row.get("category") or None,
-                   n_curators=_int(row.get("n_curators")), n_resources=_int(row.get("n_resources")))
-
-    # ---- DDXPlus (optional)
+        ingest_pharmacotherapydb(b, located["pharmacotherapydb"])
     if "ddxplus-conditions" in located:
-        step("DDXPlus conditions (optional)")
-        _add_ddxplus(b, located, rep)
+        ingest_ddxplus(b, located["ddxplus-conditions"], located.get("ddxplus-evidences"))
 
     step("assembling the NetworkX graph")
     g = assemble(b.nodes.items(), b.edge_list())
-    rep = dict(sorted(rep.items()))
+    rep = dict(sorted(b.report.items()))
     rep["build_seconds"] = round(time.perf_counter() - t0, 2)
     return g, rep
 
@@ -620,8 +670,11 @@ def _int(x) -> int | None:
         return None
 
 
-def _add_ddxplus(b: _Builder, located: dict[str, Path], rep) -> None:
-    conds, evidences = parsers.read_ddxplus(located["ddxplus-conditions"], located.get("ddxplus-evidences"))
+def ingest_ddxplus(b: _Builder, conditions: Path, evidences_path: Path | None) -> None:
+    """DDXPlus conditions (optional): ``DDX:`` diseases linked to DO by name or ICD-10, with their symptoms and
+    antecedents as ``DDX:`` symptom nodes."""
+    b.step("DDXPlus conditions (optional)")
+    conds, evidences = parsers.read_ddxplus(conditions, evidences_path)
     icd_to_do: dict[str, set[str]] = defaultdict(set)
     icd_category_to_do: dict[str, set[str]] = defaultdict(set)   # "K21" -> DO terms coded K21.x
     for doid, a in b.nodes.items():
@@ -651,7 +704,7 @@ def _add_ddxplus(b: _Builder, located: dict[str, Path], rep) -> None:
             b.node(sid, "symptom", "ddxplus-conditions", name=text)
             rel_kind = "antecedent" if code in c["antecedents"] else "symptom"
             b.edge(cid, "has_symptom", sid, "ddxplus-conditions", kind=rel_kind)
-        rep["ddxplus_conditions"] += 1
+        b.report["ddxplus_conditions"] += 1
 
 
 def _do_ancestors(parents: dict[str, list[str]], cid: str) -> set[str]:

@@ -30,195 +30,41 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import logging
-import os
-import pickle
-import shutil
 import re
 import time
 import warnings as _warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agents.types import Category, Duration, Entity, Extraction
+from agents.prompts import load_prompt
+from agents.types import Category, Entity, Extraction
+from knowledge.text import fold
+
+from .demographics import find_age_sex, find_durations
+from .lexicon import (
+    ABBREVIATION_CATEGORY,
+    CATEGORY_MAP,
+    CLINICAL_ABBREVIATIONS,
+    HISTORY_PRIORITY,
+    JUNK_TERMS,
+    Lexicon,
+    VocabEntryLike,
+    load_or_build_lexicon,
+    vocabulary_hash,
+)
+from .linker import ANN_EF_CONSTRUCTION, ANN_M, Linker
 
 log = logging.getLogger(__name__)
 
-LEXICON_VERSION = 3  # bump when build_lexicon changes
-# HNSW parameters of the fuzzy-linking index (scispaCy uses M=100, efConstruction=2000 for 3M UMLS aliases).
-ANN_M = 16
-ANN_EF_CONSTRUCTION = 100
-ANN_EF_SEARCH = 200
-PROMPT_PATH = Path(__file__).resolve().parent / "prompts" / "mee.txt"
-
-# Vocabulary category -> Entity.category.
-CATEGORY_MAP: dict[str, Category] = {
-    "symptom": "symptom",
-    "phenotype": "symptom",
-    "finding": "symptom",
-    "sign": "symptom",
-    "disease": "disease",
-    "drug": "drug",
-    "chemical": "drug",
-    "anatomy": "anatomy",
-    "test": "test",
-    "lab": "test",
-}
-
-# When one surface form names several concepts: prefer a Symptom Ontology symptom, then a disease, then an HPO
-# phenotype, drug, anatomy. Within a category the concept whose preferred name is the surface form wins.
-CATEGORY_PRIORITY = {"symptom": 0, "disease": 1, "phenotype": 2, "finding": 2, "sign": 2, "test": 3, "drug": 4,
-                     "chemical": 4, "anatomy": 5}
-# In a past-history / family context a disease reading is more likely than a symptom reading.
-HISTORY_PRIORITY = {"disease": 0, "symptom": 1, "phenotype": 2}
-
-# Common words that occur as synonyms in the ontologies but are noise in a presentation.
-JUNK_TERMS = frozenset("""
-all other can may will aim men women man woman male female tall short large small normal abnormal disease syndrome
-disorder sign signs symptom symptoms finding stage type growth fall falls left right high low positive negative
-increased decreased patient history weight age aged old young adult child children infant birth death dead
-mother father family onset chronic acute severe mild moderate episode episodic recurrent progressive congenital
-unknown other present absent general generalized change changes level levels use face hand foot head body skin
-arm leg eye ear nose mouth tongue back neck chest breast heart brain blood bone liver lung kidney feeling sense
-state condition problem issue process complication complications tumor tumour cancer mass lesion injury
-drug medication medicine test exam examination result results cold hot heat cell cells tissue
-""".split()) | frozenset({"family history", "medical history", "past medical history", "social history",
-                          "history of", "chief complaint", "present illness", "review of systems"})
-# Short terms kept despite the length filter.
-SHORT_WHITELIST = frozenset({"flu", "gas", "itch", "rash", "cough", "ache"})
-
-# Clinical abbreviations expanded before matching (surface form -> expansions). Case-sensitive.
-CLINICAL_ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "SOB": ("shortness of breath",),
-    "DOE": ("dyspnea on exertion",),
-    "CP": ("chest pain",),
-    "HTN": ("hypertension",),
-    "DM": ("diabetes mellitus",),
-    "T2DM": ("type 2 diabetes mellitus",),
-    "T1DM": ("type 1 diabetes mellitus",),
-    "MI": ("myocardial infarction",),
-    "CAD": ("coronary artery disease",),
-    "CHF": ("congestive heart failure",),
-    "AF": ("atrial fibrillation",),
-    "AFib": ("atrial fibrillation",),
-    "COPD": ("chronic obstructive pulmonary disease",),
-    "URI": ("upper respiratory tract infection",),
-    "UTI": ("urinary tract infection",),
-    "N/V": ("nausea", "vomiting"),
-    "N/V/D": ("nausea", "vomiting", "diarrhea"),
-    "HA": ("headache",),
-    "LOC": ("loss of consciousness",),
-    "ABD": ("abdominal pain",),
-    "GERD": ("gastroesophageal reflux disease",),
-    "CKD": ("chronic kidney disease",),
-    "DVT": ("deep vein thrombosis",),
-    "PE": ("pulmonary embolism",),
-    "TIA": ("transient ischemic attack",),
-    "CVA": ("stroke",),
-    "BPH": ("benign prostatic hyperplasia",),
-    "RA": ("rheumatoid arthritis",),
-    "OA": ("osteoarthritis",),
-    "TB": ("tuberculosis",),
-    "HIV": ("HIV infection",),
-    "URTI": ("upper respiratory tract infection",),
-    "BRBPR": ("hematochezia",),
-    "HSM": ("hepatosplenomegaly",),
-    "LAD": ("lymphadenopathy",),
-    "SOBOE": ("dyspnea on exertion",),
-}
-ABBREVIATION_CATEGORY: dict[str, Category] = {
-    "shortness of breath": "symptom", "dyspnea on exertion": "symptom", "chest pain": "symptom",
-    "nausea": "symptom", "vomiting": "symptom", "diarrhea": "symptom", "headache": "symptom",
-    "loss of consciousness": "symptom", "abdominal pain": "symptom", "hematochezia": "symptom",
-    "hepatosplenomegaly": "symptom", "lymphadenopathy": "symptom",
-}
-
-# US adopted names <-> international names of frequent drugs (the drug vocabulary often carries only one).
-DRUG_NAME_VARIANTS: dict[str, str] = {
-    "albuterol": "salbutamol", "acetaminophen": "paracetamol", "epinephrine": "adrenaline",
-    "norepinephrine": "noradrenaline", "levalbuterol": "levosalbutamol", "meperidine": "pethidine",
-    "glyburide": "glibenclamide", "furosemide": "frusemide", "lidocaine": "lignocaine",
-    "cyclosporine": "ciclosporin", "rifampin": "rifampicin", "isoproterenol": "isoprenaline",
-}
-# Lay / short clinical names -> the vocabulary's name (added when the vocabulary lacks the left-hand side).
-LAY_SYNONYMS: dict[str, str] = {
-    "diabetes": "diabetes mellitus", "sugar diabetes": "diabetes mellitus", "heart attack": "myocardial infarction",
-    "high blood pressure": "hypertension", "low blood pressure": "hypotension", "breathlessness": "dyspnea",
-    "short of breath": "shortness of breath", "tummy ache": "abdominal pain",
-    "stomach ache": "abdominal pain", "belly pain": "abdominal pain", "throwing up": "vomiting",
-    "runny nose": "rhinorrhea", "stuffy nose": "nasal congestion", "blocked nose": "nasal congestion",
-    "pins and needles": "paresthesia", "high temperature": "fever", "pyrexia": "fever",
-    "febrile": "fever", "dizzy": "dizziness", "itchy": "itching", "itchiness": "itching", "tired": "fatigue",
-    "tiredness": "fatigue", "exhaustion": "fatigue", "stroke": "cerebrovascular accident",
-    "heartburn": "gastroesophageal reflux disease", "coughing": "cough", "wheeze": "wheezing",
-    "sneezing": "sneeze", "nauseous": "nausea", "nauseated": "nausea", "feverish": "fever",
-    "vomited": "vomiting", "swollen": "swelling", "sore throat": "pharyngitis",
-    # everyday and clinical shorthand for common findings
-    "aching muscles": "muscle pain", "muscle aches": "muscle pain", "body aches": "muscle pain",
-    "aches and pains": "muscle pain", "off his food": "anorexia", "off her food": "anorexia",
-    "off food": "anorexia", "burning on micturition": "dysuria", "burning when passing urine": "dysuria",
-    "painful urination": "dysuria", "burning urination": "dysuria", "urgency": "urinary urgency",
-    "passing lots of urine": "polyuria", "peeing a lot": "polyuria", "always thirsty": "polydipsia",
-    "excessive thirst": "polydipsia", "loin pain": "flank pain", "can't tolerate light": "photophobia",
-    "sensitivity to light": "photophobia", "shaking chills": "chills", "sweats": "hyperhidrosis",
-    "lost his sense of smell": "loss of smell", "lost her sense of smell": "loss of smell",
-    "scratchy throat": "throat pain", "always cold": "cold intolerance", "feels the cold": "cold intolerance",
-    "constipated": "constipation", "thinning hair": "hair loss", "heavy periods": "menorrhagia",
-    "breathless": "dyspnea", "pale": "pallor", "chewing ice": "pica", "coughed up blood": "hemoptysis",
-    "blood in the urine": "hematuria", "slowness of movement": "bradykinesia", "small handwriting": "micrographia",
-    "sunken chest": "pectus excavatum", "dislocated lenses": "ectopia lentis", "bulging eyes": "proptosis",
-    "painful joints": "arthralgia", "swollen joint": "joint swelling", "calf swelling": "leg swelling",
-}
 _DRUG_SUFFIX = re.compile(
     r"(?:olol|pril|sartan|statin|mab|cillin|mycin|floxacin|azole|vir|tidine|prazole|dipine|triptan|gliptin|"
     r"gliflozin|caine|sone|olone|parin|xaban|oxetine|ipramine|azepam|zolam|tropin|terol)$"
 )
 _DRUG_CUE = re.compile(r"\b(?:taking|takes|took|on|started|prescribed|using|uses|used)\s+$", re.I)
-
-_NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-              "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "several": 3, "few": 3, "couple": 2}
-_UNIT_DAYS = {"minute": 1 / 1440, "min": 1 / 1440, "hour": 1 / 24, "hr": 1 / 24, "h": 1 / 24, "day": 1.0,
-              "d": 1.0, "week": 7.0, "wk": 7.0, "w": 7.0, "month": 30.0, "mo": 30.0, "year": 365.0, "yr": 365.0,
-              "y": 365.0}
-_UNIT_YEARS = {"year": 1.0, "yr": 1.0, "y": 1.0, "month": 1 / 12, "mo": 1 / 12, "week": 7 / 365, "wk": 7 / 365,
-               "day": 1 / 365, "d": 1 / 365}
-
-_NUM = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|several|few|couple)"
-_UNIT = r"(minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|w|months?|mos?|years?|yrs?|y)"
-_DURATION_PATTERNS = [
-    # for 3 days / since 2 weeks / over the past 48 hours / x2 weeks / x 3d / during the last month
-    re.compile(r"\b(?:for|since|over|during|x|×|past|last|within)\s*(?:the\s+)?(?:past\s+|last\s+)?(?:a\s+)?"
-               + _NUM + r"[\s-]*" + _UNIT + r"\b", re.I),
-    re.compile(r"(?<![\w])[x×]\s?" + _NUM + r"\s*" + _UNIT + r"\b", re.I),
-    # 3 days of fever / 2-week history / 5 days ago / 3-day duration
-    re.compile(r"\b" + _NUM + r"[\s-]*" + _UNIT + r"\s+(?:of|history|ago|duration|long)\b", re.I),
-    # past week / last month (implicit one)
-    re.compile(r"\b(?:for|over|during|in)\s+the\s+(?:past|last)\s+" + r"()" + _UNIT + r"\b", re.I),
-]
-_AGE_PATTERNS = [
-    re.compile(r"\b(\d{1,3}(?:\.\d+)?)[\s-]*(years?|yrs?|y|months?|mos?|weeks?|wks?|days?|d)[\s-]*old\b", re.I),
-    re.compile(r"\b(\d{1,3})\s*(?:yo|y/o|y\.o\.?|yoa|yrs?)(?![a-z])", re.I),
-    re.compile(r"\b(?:aged?|age:?)\s*(\d{1,3})\b", re.I),
-    re.compile(r"\b[MF]\s*[,/]\s*(\d{1,3})\b"),
-    re.compile(r"\b(\d{1,3})\s*[,/-]?\s*(?:[MF])\b"),
-]
-_FEMALE = re.compile(r"\b(woman|women|female|girl|lady|gravida|pregnant|she|her|mrs|ms)\b", re.I)
-_MALE = re.compile(r"\b(man|men|male|boy|gentleman|he|his|him|mr)\b", re.I)
-_SEX_LETTER = re.compile(r"(?:\b\d{1,3}\s*(?:yo|y/o|y\.o\.?|yrs?)?\s*[,/-]?\s*([MF])\b|\b([MF])\s*[,/]\s*\d{1,3}\b)")
-_STRONG_SEX = {"woman", "women", "female", "girl", "lady", "gravida", "pregnant", "man", "men", "male", "boy",
-               "gentleman"}
-
-
-class VocabEntryLike(Protocol):
-    id: str
-    name: str
-    synonyms: Sequence[str]
-    category: str
 
 
 class LLMEntity(BaseModel):
@@ -231,269 +77,6 @@ class LLMEntity(BaseModel):
 
 class LLMEntities(BaseModel):
     entities: list[LLMEntity] = Field(default_factory=list)
-
-
-@dataclass
-class Concept:
-    id: str
-    name: str
-    category: str
-
-
-@dataclass
-class Lexicon:
-    """The matchable view of a vocabulary (cached to disk)."""
-
-    concepts: dict[str, Concept]
-    phrases: dict[str, list[str]]               # folded phrase key -> concept ids (best first)
-    acronyms: dict[str, list[str]]              # case-sensitive acronym -> concept ids
-    phrase_tokens: dict[str, list[str]]         # folded phrase key -> folded tokens
-    known_words: set[str] = field(default_factory=set)
-    kb_aliases: dict[str, list[str]] = field(default_factory=dict)  # lower alias -> ids (for the linker)
-
-
-def vocabulary_hash(vocabulary: Iterable[VocabEntryLike]) -> str:
-    h = hashlib.sha1()
-    for e in vocabulary:
-        h.update(f"{e.id}\t{e.name}\t{e.category}\t{'|'.join(e.synonyms or ())}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def _is_acronym(term: str) -> bool:
-    t = term.replace("-", "")
-    return 2 <= len(t) <= 6 and t.isalnum() and t.upper() == t and any(c.isalpha() for c in t)
-
-
-def _keep_term(term: str, stop_words: frozenset[str] | set[str]) -> bool:
-    low = term.lower()
-    if _is_acronym(term) and " " not in term:
-        # matched case-sensitively only ("ALL" the leukemia, never "all"); two letters only when not a word
-        return len(term) >= 3 or low not in stop_words
-    if low in JUNK_TERMS or low in stop_words:
-        return False
-    if len(low) < 3:
-        return False
-    if len(low) < 4 and low not in SHORT_WHITELIST and not _is_acronym(term):
-        return False
-    if not any(c.isalpha() for c in low):
-        return False
-    if len(low.split()) > 10 or "obsolete" in low:
-        return False
-    return True
-
-
-def build_lexicon(vocabulary: Sequence[VocabEntryLike], tokenize) -> Lexicon:
-    """Turn vocabulary entries into phrase keys. ``tokenize(text) -> list[str]`` is the pipeline tokenizer."""
-    from spacy.lang.en.stop_words import STOP_WORDS  # noqa: PLC0415
-
-    from agents.nlp import fold  # noqa: PLC0415
-
-    stop = frozenset(STOP_WORDS)
-    concepts: dict[str, Concept] = {}
-    phrase_sets: dict[str, dict[str, tuple]] = {}
-    acro: dict[str, dict[str, tuple]] = {}
-    tokens: dict[str, list[str]] = {}
-    kb_alias: dict[str, dict[str, tuple]] = {}
-    known: set[str] = set()
-    for e in vocabulary:
-        cat = (e.category or "").lower()
-        if e.id in concepts or not e.name:
-            continue
-        concepts[e.id] = Concept(e.id, e.name, cat)
-        names = [e.name] + [s for s in (e.synonyms or ()) if s]
-        for i, term in enumerate(names):
-            term = " ".join(term.split())
-            if not _keep_term(term, stop):
-                continue
-            rank = (CATEGORY_PRIORITY.get(cat, 9), 0 if i == 0 else 1)
-            kb_alias.setdefault(term.lower(), {})[e.id] = rank
-            if _is_acronym(term) and " " not in term:
-                acro.setdefault(term, {})[e.id] = rank
-                continue
-            toks = [fold(t) for t in tokenize(term)]
-            key = " ".join(toks)
-            known.update(t for t in toks if t.isalpha())
-            tokens.setdefault(key, toks)
-            prev = phrase_sets.setdefault(key, {})
-            if e.id not in prev or rank < prev[e.id]:
-                prev[e.id] = rank
-
-    def ordered(d: dict[str, dict[str, tuple]]) -> dict[str, list[str]]:
-        return {k: [cid for cid, _ in sorted(v.items(), key=lambda kv: (kv[1], kv[0]))] for k, v in d.items()}
-
-    phrases = ordered(phrase_sets)
-    # Lay synonyms and US/international drug names map onto an existing vocabulary phrase.
-    pairs = list(LAY_SYNONYMS.items()) + list(DRUG_NAME_VARIANTS.items()) + \
-        [(v, k) for k, v in DRUG_NAME_VARIANTS.items()]
-    for lay, target in pairs:
-        lay_toks = [fold(t) for t in tokenize(lay)]
-        lay_key = " ".join(lay_toks)
-        target_key = " ".join(fold(t) for t in tokenize(target))
-        if lay_key not in phrases and target_key in phrases:
-            phrases[lay_key] = list(phrases[target_key])
-            tokens[lay_key] = lay_toks
-            known.update(t for t in lay_toks if t.isalpha())
-    return Lexicon(concepts, phrases, ordered(acro), tokens, known, ordered(kb_alias))
-
-
-class Linker:
-    """scispaCy ``CandidateGenerator`` over a TF-IDF char-3-gram ANN index of the vocabulary aliases."""
-
-    def __init__(self, lexicon: Lexicon, cache_dir: Path, *, ef_search: int = ANN_EF_SEARCH):
-        from scispacy.candidate_generation import (  # noqa: PLC0415
-            CandidateGenerator,
-            LinkerPaths,
-            create_tfidf_ann_index,
-        )
-        from scispacy.linking_utils import Entity as KBEntity  # noqa: PLC0415
-        from scispacy.linking_utils import KnowledgeBase  # noqa: PLC0415
-
-        by_concept: dict[str, list[str]] = {}
-        for alias, ids in lexicon.kb_aliases.items():
-            for cid in ids:
-                by_concept.setdefault(cid, []).append(alias)
-        kb = KnowledgeBase([KBEntity(cid, lexicon.concepts[cid].name.lower(), aliases)
-                            for cid, aliases in by_concept.items()])
-        self.lexicon = lexicon
-        self.build_seconds = 0.0
-        if not (cache_dir.is_dir() and LinkerPaths.from_directory(cache_dir).is_locally_cached()):
-            t0 = time.perf_counter()
-            # build next to the final folder, then rename: a concurrent start never sees half an index
-            tmp = cache_dir.with_name(f"{cache_dir.name}.tmp-{os.getpid()}")
-            tmp.mkdir(parents=True, exist_ok=True)
-            _build_ann_index(kb, LinkerPaths.from_directory(tmp))
-            try:
-                tmp.rename(cache_dir)
-            except OSError:  # another process finished first
-                shutil.rmtree(tmp, ignore_errors=True)
-            self.build_seconds = time.perf_counter() - t0
-        # Loads the cached vectorizer, alias list and index (scispaCy's own loader).
-        aliases, vectorizer, index = create_tfidf_ann_index(str(cache_dir), kb, ef_search=ef_search)
-        self.generator = CandidateGenerator(ann_index=index, tfidf_vectorizer=vectorizer,
-                                            ann_concept_aliases_list=aliases, kb=kb)
-
-    def candidates(self, mentions: list[str], k: int = 8) -> list[list[tuple[str, str, float]]]:
-        """For each mention: (concept id, best alias, similarity) sorted best first."""
-        if not mentions:
-            return []
-        out = []
-        for cands in self.generator([m.lower() for m in mentions], k):
-            best = []
-            for c in cands:
-                j = max(range(len(c.similarities)), key=lambda i: c.similarities[i])
-                best.append((c.concept_id, c.aliases[j], float(c.similarities[j])))
-            best.sort(key=lambda t: (-t[2], CATEGORY_PRIORITY.get(self.lexicon.concepts[t[0]].category, 9), t[0]))
-            out.append(best)
-        return out
-
-
-def _build_ann_index(kb, paths) -> None:
-    """Fit the TF-IDF vectorizer and the nmslib HNSW index in scispaCy's file layout.
-
-    scispaCy's ``create_tfidf_ann_index`` needs scipy<1.11 (float16 sparse) and uses hyper-parameters sized for
-    the 3M-alias UMLS (hours on a laptop); the same artefacts are written here with float32 vectors and
-    parameters sized for a vocabulary of ~10^5 aliases, and then loaded by scispaCy's loader.
-    """
-    import joblib  # noqa: PLC0415
-    import nmslib  # noqa: PLC0415
-    import numpy  # noqa: PLC0415
-    import scipy.sparse  # noqa: PLC0415
-    from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: PLC0415
-
-    aliases = list(kb.alias_to_cuis.keys())
-    min_df = 2 if len(aliases) > 5000 else 1
-    vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3), min_df=min_df, dtype=numpy.float32)
-    vectors = vectorizer.fit_transform(aliases)
-    keep = numpy.asarray(vectors.sum(axis=1) != 0).reshape(-1)
-    aliases = [a for a, k in zip(aliases, keep) if k]
-    vectors = vectors[keep].astype(numpy.float32)
-    index = nmslib.init(method="hnsw", space="cosinesimil_sparse", data_type=nmslib.DataType.SPARSE_VECTOR)
-    index.addDataPointBatch(vectors)
-    index.createIndex({"M": ANN_M, "efConstruction": ANN_EF_CONSTRUCTION, "indexThreadQty": 2, "post": 0}, print_progress=False)
-    tmp = Path(paths.ann_index).parent
-    joblib.dump(vectorizer, paths.tfidf_vectorizer)
-    scipy.sparse.save_npz(paths.tfidf_vectors, vectors)
-    with open(paths.concept_aliases_list, "w") as f:
-        json.dump(aliases, f)
-    index.saveIndex(paths.ann_index, save_data=False)
-    (tmp / "built.json").write_text(json.dumps({"aliases": len(aliases), "min_df": min_df}))
-
-
-def _load_prompt() -> str:
-    try:
-        from agents.llm import load_prompt  # noqa: PLC0415
-
-        return load_prompt("mee")
-    except (ImportError, OSError):
-        return PROMPT_PATH.read_text(encoding="utf-8")
-
-
-def _parse_number(tok: str) -> float | None:
-    tok = tok.lower()
-    if tok in _NUM_WORDS:
-        return float(_NUM_WORDS[tok])
-    try:
-        return float(tok)
-    except ValueError:
-        return None
-
-
-def _unit_key(unit: str) -> str:
-    u = unit.lower()
-    for key in ("minute", "min", "hour", "hr", "day", "week", "wk", "month", "mo", "year", "yr"):
-        if u.startswith(key):
-            return key
-    return u.rstrip("s") or u
-
-
-def find_age_sex(text: str) -> tuple[float | None, str | None, list[tuple[int, int]]]:
-    """Age in years, sex and the character spans that expressed them."""
-    age: float | None = None
-    spans: list[tuple[int, int]] = []
-    for pat in _AGE_PATTERNS:
-        m = pat.search(text)
-        if not m:
-            continue
-        n = float(m.group(1))
-        unit = m.group(2) if pat.groups >= 2 and m.group(2) else "year"
-        years = n * _UNIT_YEARS.get(_unit_key(unit), 1.0)
-        if 0 <= years <= 120:
-            age = round(years, 3)
-            spans.append(m.span())
-            break
-    sex: str | None = None
-    letter = _SEX_LETTER.search(text)
-    strong = [m for m in list(_FEMALE.finditer(text)) + list(_MALE.finditer(text)) if m.group(1).lower() in _STRONG_SEX]
-    if strong:
-        m = min(strong, key=lambda m: m.start())
-        sex = "female" if _FEMALE.fullmatch(m.group(1)) else "male"
-        spans.append(m.span())
-    elif letter:
-        sex = "female" if (letter.group(1) or letter.group(2)) == "F" else "male"
-    else:
-        f, mm = _FEMALE.search(text), _MALE.search(text)
-        if f and (not mm or f.start() < mm.start()):
-            sex = "female"
-        elif mm:
-            sex = "male"
-    return age, sex, spans
-
-
-def find_durations(text: str) -> list[Duration]:
-    found: list[tuple[int, int, Duration]] = []
-    for pat in _DURATION_PATTERNS:
-        for m in pat.finditer(text):
-            if any(s < m.end() and m.start() < e for s, e, _ in found):
-                continue
-            num = _parse_number(m.group(1)) if m.group(1) else 1.0
-            if num is None:
-                continue
-            unit = _unit_key(m.group(2))
-            if unit in ("d", "w", "y", "h") and not re.search(r"\d", m.group(0)):
-                continue
-            days = num * _UNIT_DAYS.get(unit, 1.0)
-            found.append((m.start(), m.end(), Duration(text=m.group(0).strip(), days=round(days, 4))))
-    return [d for _, _, d in sorted(found, key=lambda t: t[0])]
 
 
 class MEE:
@@ -532,7 +115,6 @@ class MEE:
         self.fuzzy = fuzzy
         self.fuzzy_min_similarity = fuzzy_min_similarity
         self.fuzzy_min_ratio = fuzzy_min_ratio
-        self.pipeline_name = pipeline
         t = time.perf_counter()
         self.nlp = build_pipeline(pipeline, sentences=sentences)
         timings["pipeline"] = time.perf_counter() - t
@@ -567,30 +149,13 @@ class MEE:
             timings["linker"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         self.timings = timings
-        self.prompt = _load_prompt()
+        self.prompt = load_prompt("mee")
 
     # ------------------------------------------------------------------ start-up
     def _load_or_build_lexicon(self, vocabulary: Sequence[VocabEntryLike]) -> Lexicon:
-        path = self.cache_dir / f"lexicon-v{LEXICON_VERSION}-{self.pipe_tag}.pkl"
-        if path.exists():
-            try:
-                with open(path, "rb") as f:
-                    lex = pickle.load(f)
-                if isinstance(lex, Lexicon):
-                    return lex
-            except Exception as exc:  # noqa: BLE001
-                log.warning("rebuilding MEE lexicon cache (%s)", exc)
         tokenizer = self.nlp.tokenizer
-        lex = build_lexicon(vocabulary, lambda s: [t.text for t in tokenizer(s)])
-        try:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            with open(tmp, "wb") as f:
-                pickle.dump(lex, f, protocol=pickle.HIGHEST_PROTOCOL)
-            tmp.replace(path)
-        except OSError as exc:
-            log.warning("could not cache the MEE lexicon: %s", exc)
-        return lex
+        return load_or_build_lexicon(vocabulary, lambda s: [t.text for t in tokenizer(s)], self.cache_dir,
+                                     self.pipe_tag)
 
     def _build_matchers(self) -> None:
         from medspacy.target_matcher import TargetMatcher, TargetRule  # noqa: PLC0415
@@ -639,8 +204,6 @@ class MEE:
 
     def _link_text(self, text: str) -> tuple[list[str], float]:
         """Concept ids for a free text (exact folded phrase, acronym, drug variant, then the fuzzy linker)."""
-        from agents.nlp import fold  # noqa: PLC0415
-
         stripped = text.strip()
         key = " ".join(fold(t.text) for t in self.nlp.tokenizer(stripped))
         if key in self.lexicon.phrases:
@@ -938,3 +501,6 @@ def _dedupe(entities: list[Entity]) -> list[Entity]:
         seen.add(key)
         out.append(e)
     return out
+
+
+__all__ = ["MEE", "LLMEntity", "LLMEntities"]

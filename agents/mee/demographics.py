@@ -1,0 +1,110 @@
+"""Demographics and durations by regular expression: age in years, sex, and how long findings have lasted."""
+from __future__ import annotations
+
+import re
+
+from agents.types import Duration
+
+_NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+              "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "several": 3, "few": 3, "couple": 2}
+_UNIT_DAYS = {"minute": 1 / 1440, "min": 1 / 1440, "hour": 1 / 24, "hr": 1 / 24, "h": 1 / 24, "day": 1.0,
+              "d": 1.0, "week": 7.0, "wk": 7.0, "w": 7.0, "month": 30.0, "mo": 30.0, "year": 365.0, "yr": 365.0,
+              "y": 365.0}
+_UNIT_YEARS = {"year": 1.0, "yr": 1.0, "y": 1.0, "month": 1 / 12, "mo": 1 / 12, "week": 7 / 365, "wk": 7 / 365,
+               "day": 1 / 365, "d": 1 / 365}
+
+_NUM = r"(\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|several|few|couple)"
+_UNIT = r"(minutes?|mins?|hours?|hrs?|h|days?|d|weeks?|wks?|w|months?|mos?|years?|yrs?|y)"
+_DURATION_PATTERNS = [
+    # for 3 days / since 2 weeks / over the past 48 hours / x2 weeks / x 3d / during the last month
+    re.compile(r"\b(?:for|since|over|during|x|×|past|last|within)\s*(?:the\s+)?(?:past\s+|last\s+)?(?:a\s+)?"
+               + _NUM + r"[\s-]*" + _UNIT + r"\b", re.I),
+    re.compile(r"(?<![\w])[x×]\s?" + _NUM + r"\s*" + _UNIT + r"\b", re.I),
+    # 3 days of fever / 2-week history / 5 days ago / 3-day duration
+    re.compile(r"\b" + _NUM + r"[\s-]*" + _UNIT + r"\s+(?:of|history|ago|duration|long)\b", re.I),
+    # past week / last month (implicit one)
+    re.compile(r"\b(?:for|over|during|in)\s+the\s+(?:past|last)\s+" + r"()" + _UNIT + r"\b", re.I),
+]
+_AGE_PATTERNS = [
+    re.compile(r"\b(\d{1,3}(?:\.\d+)?)[\s-]*(years?|yrs?|y|months?|mos?|weeks?|wks?|days?|d)[\s-]*old\b", re.I),
+    re.compile(r"\b(\d{1,3})\s*(?:yo|y/o|y\.o\.?|yoa|yrs?)(?![a-z])", re.I),
+    re.compile(r"\b(?:aged?|age:?)\s*(\d{1,3})\b", re.I),
+    re.compile(r"\b[MF]\s*[,/]\s*(\d{1,3})\b"),
+    re.compile(r"\b(\d{1,3})\s*[,/-]?\s*(?:[MF])\b"),
+]
+_FEMALE = re.compile(r"\b(woman|women|female|girl|lady|gravida|pregnant|she|her|mrs|ms)\b", re.I)
+_MALE = re.compile(r"\b(man|men|male|boy|gentleman|he|his|him|mr)\b", re.I)
+_SEX_LETTER = re.compile(r"(?:\b\d{1,3}\s*(?:yo|y/o|y\.o\.?|yrs?)?\s*[,/-]?\s*([MF])\b|\b([MF])\s*[,/]\s*\d{1,3}\b)")
+_STRONG_SEX = {"woman", "women", "female", "girl", "lady", "gravida", "pregnant", "man", "men", "male", "boy",
+               "gentleman"}
+
+
+def _parse_number(tok: str) -> float | None:
+    tok = tok.lower()
+    if tok in _NUM_WORDS:
+        return float(_NUM_WORDS[tok])
+    try:
+        return float(tok)
+    except ValueError:
+        return None
+
+
+def _unit_key(unit: str) -> str:
+    u = unit.lower()
+    for key in ("minute", "min", "hour", "hr", "day", "week", "wk", "month", "mo", "year", "yr"):
+        if u.startswith(key):
+            return key
+    return u.rstrip("s") or u
+
+
+def find_age_sex(text: str) -> tuple[float | None, str | None, list[tuple[int, int]]]:
+    """Age in years, sex and the character spans that expressed them."""
+    age: float | None = None
+    spans: list[tuple[int, int]] = []
+    for pat in _AGE_PATTERNS:
+        m = pat.search(text)
+        if not m:
+            continue
+        n = float(m.group(1))
+        unit = m.group(2) if pat.groups >= 2 and m.group(2) else "year"
+        years = n * _UNIT_YEARS.get(_unit_key(unit), 1.0)
+        if 0 <= years <= 120:
+            age = round(years, 3)
+            spans.append(m.span())
+            break
+    sex: str | None = None
+    letter = _SEX_LETTER.search(text)
+    strong = [m for m in list(_FEMALE.finditer(text)) + list(_MALE.finditer(text)) if m.group(1).lower() in _STRONG_SEX]
+    if strong:
+        m = min(strong, key=lambda m: m.start())
+        sex = "female" if _FEMALE.fullmatch(m.group(1)) else "male"
+        spans.append(m.span())
+    elif letter:
+        sex = "female" if (letter.group(1) or letter.group(2)) == "F" else "male"
+    else:
+        f, mm = _FEMALE.search(text), _MALE.search(text)
+        if f and (not mm or f.start() < mm.start()):
+            sex = "female"
+        elif mm:
+            sex = "male"
+    return age, sex, spans
+
+
+def find_durations(text: str) -> list[Duration]:
+    found: list[tuple[int, int, Duration]] = []
+    for pat in _DURATION_PATTERNS:
+        for m in pat.finditer(text):
+            if any(s < m.end() and m.start() < e for s, e, _ in found):
+                continue
+            num = _parse_number(m.group(1)) if m.group(1) else 1.0
+            if num is None:
+                continue
+            unit = _unit_key(m.group(2))
+            if unit in ("d", "w", "y", "h") and not re.search(r"\d", m.group(0)):
+                continue
+            days = num * _UNIT_DAYS.get(unit, 1.0)
+            found.append((m.start(), m.end(), Duration(text=m.group(0).strip(), days=round(days, 4))))
+    return [d for _, _, d in sorted(found, key=lambda t: t[0])]
+
+
+__all__ = ["find_age_sex", "find_durations"]

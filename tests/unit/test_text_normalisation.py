@@ -1,0 +1,78 @@
+"""knowledge.text: the three tokenizer families and the MEE plural fold keep their exact behaviour."""
+from __future__ import annotations
+
+import pytest
+
+from knowledge.text import (
+    CLAIM_STOP,
+    INDEX_STOP,
+    TERM_STOP,
+    bm25_tokens,
+    claim_stem,
+    claim_words,
+    fold,
+    fold_synonyms,
+    index_stem,
+    term_stem,
+    terms,
+)
+
+
+def test_bm25_tokens_drop_stop_words_and_stem_plurals():
+    assert bm25_tokens("What are the Symptoms of asthma?") == ["symptom", "asthma"]
+    # negations and repeats stay: BM25 counts them
+    assert bm25_tokens("no fever, no cough") == ["no", "fever", "no", "cough"]
+
+
+@pytest.mark.parametrize("word,stem", [
+    ("symptoms", "symptom"), ("allergies", "allergy"), ("wheezing", "wheez"), ("caused", "caus"),
+    ("diseases", "disease"), ("glasses", "glass"), ("virus", "virus"), ("arthritis", "arthritis"),
+    ("flu", "flu"), ("2020s", "2020"), ("1990", "1990"),
+])
+def test_index_stem(word, stem):
+    assert index_stem(word) == stem
+
+
+@pytest.mark.parametrize("word,stem", [
+    ("coughing", "cough"), ("allergies", "allergy"), ("wheezes", "wheez"), ("started", "start"),
+    ("lungs", "lung"), ("gas", "gas"), ("sing", "sing"),
+])
+def test_term_stem(word, stem):
+    assert term_stem(word) == stem
+
+
+def test_terms_are_a_set_without_generic_clinical_words():
+    assert terms("Patients with asthma often have recurring coughing and wheezes.") == \
+        {"asthma", "recurr", "cough", "wheez"}
+    assert terms("The symptoms of the disease") == set()
+
+
+@pytest.mark.parametrize("word,stem", [
+    ("causes", "caus"), ("caused", "caus"), ("causing", "caus"), ("inflammation", "inflam"),
+    ("treatments", "treat"), ("tightness", "tight"), ("allergies", "allergy"), ("usually", "usual"),
+    ("bronchitis", "bronchitis"), ("stress", "stres"), ("running", "run"),
+])
+def test_claim_stem(word, stem):
+    assert claim_stem(word) == stem
+
+
+def test_claim_words_fold_lay_phrases_and_keep_hyphenated_words():
+    assert fold_synonyms("Shortness of breath and high blood pressure") == "dyspnea and hypertension"
+    assert fold_synonyms("Haemoglobin, oedema, anaemia") == "hemoglobin, edema, anemia"
+    assert claim_words("It doesn\u2019t cause X-ray changes; pyrexia") == \
+        ["it", "doesn't", "cause", "x-ray", "changes", "fever"]
+
+
+@pytest.mark.parametrize("word,folded", [
+    ("Headaches", "headache"), ("allergies", "allergy"), ("diabetes", "diabete"), ("sepsis", "sepsis"),
+    ("virus", "virus"), ("rashes", "rashe"), ("legs", "legs"), ("COVID-19s", "covid-19s"),
+])
+def test_fold_is_a_conservative_plural_fold(word, folded):
+    assert fold(word) == folded
+
+
+def test_stop_lists_differ_on_purpose():
+    # the index keeps negations and generic words; term overlap drops them; the claim list keeps negators
+    # out of the stop list because the verifier handles them as negation cues
+    assert "no" not in INDEX_STOP and "no" in TERM_STOP and "no" not in CLAIM_STOP
+    assert "symptom" in TERM_STOP and "symptom" not in INDEX_STOP and "symptom" not in CLAIM_STOP
