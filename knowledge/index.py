@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import paths
+from .text import bm25_tokens  # noqa: F401  (the index's BM25 tokenizer, re-exported)
 from .embeddings import Embedder, EmbeddingCache, embed_cached, get_embedder
 
 log = logging.getLogger(__name__)
@@ -106,9 +107,11 @@ class IndexConfig:
     # at least as well on our query set (docs/retrieval.md).
     dense_unit: str = "lead"
     dense_max_tokens: int = 48
-    # G names and synonyms (68k strings): linked through the name index (exact normalised match, then BM25
-    # over name words); True also embeds them for dense entity search (old behaviour, ~2 min more build).
-    g_entity_vectors: bool = False
+    # G names and synonyms (68k strings) are all in the name index (exact normalised match, then BM25 over
+    # name words); those of these categories are also embedded for dense entity search. Symptoms (1.2k names)
+    # by default: lay wording ("belly pain") reaches them; embedding every category costs ~95 s more build
+    # and gains little beyond (docs/retrieval.md, entity linking).
+    g_entity_vectors: tuple[str, ...] = ("symptom",)
     g_categories: tuple[str, ...] = G_CATEGORIES
     organisations: tuple[str, ...] | None = None   # MedQuAD organisations (None = all)
     doc_limit: int | None = None             # first N documents (tests, benchmarks)
@@ -119,32 +122,10 @@ class IndexConfig:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["g_categories"] = list(self.g_categories)
+        d["g_entity_vectors"] = list(self.g_entity_vectors)
         d["organisations"] = list(self.organisations) if self.organisations else None
         d["g_concepts"] = sorted(self.g_concepts) if self.g_concepts else None
         return d
-
-
-# ------------------------------------------------------------------------------------ BM25 tokenizer
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("""a an and are as at be by for from has have how i in is it its of on or that the this to was
-were what when where which who why will with can do does does not may my your you about than there these those
-they them their if into also been being other such some most more many much very""".split())
-
-
-def _stem(w: str) -> str:
-    """A light English suffix stripper (plurals, -ing/-ed), enough to match 'symptoms'/'symptom'."""
-    if len(w) <= 3 or w.isdigit():
-        return w
-    for suf, rep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", "e"), ("s", "")):
-        if w.endswith(suf) and len(w) - len(suf) >= 3:
-            if suf == "s" and (w.endswith("ss") or w.endswith("us") or w.endswith("is")):
-                return w
-            return w[: len(w) - len(suf)] + rep
-    return w
-
-
-def bm25_tokens(text: str) -> list[str]:
-    return [_stem(t) for t in _TOKEN_RE.findall(text.lower()) if t not in _STOP]
 
 
 # -------------------------------------------------------------------------------------------- helpers
@@ -424,7 +405,10 @@ class KnowledgeIndex:
             chunk_texts = [chunk_index_text(c["meta"], c["text"]) for c in chunks]
             dense_rows = dense_rows_of(chunks, self.config.dense_unit)
             max_tok = self.config.dense_max_tokens if self.config.dense_unit == "lead" else None
-            ent_lists = {s: list(entities[s]) for s in entities if s != "G" or self.config.g_entity_vectors}
+            vec_cats = set(self.config.g_entity_vectors)
+            ent_lists = {s: [k for k in entities[s]
+                             if s != "G" or entity_meta["G"].get(entities[s][k][0], {}).get("category") in vec_cats]
+                         for s in entities}
             vecs = self._embed([chunk_texts[i] for i in dense_rows], stats, progress, max_tokens=max_tok)
             ent_vecs = self._embed([k for s in ent_lists for k in ent_lists[s]], stats, progress)
             timings["embed"] = time.perf_counter() - t
@@ -573,6 +557,7 @@ class KnowledgeIndex:
             self._doc_of = [c["meta"].get("doc_id", c["id"].split("#")[0]) for c in self._chunks]
             self._dense_colls = set(self._store.collections())
             self._names: dict[str, Any] = {}
+            self._name_srcs = {s for s in self._entities if (self.root / f"names_{s}").exists()}
             self._name_norm = {s: {_norm_key(k): k for k in keys} for s, keys in self._entities.items()}
             if self._embedder is not None and self._embedder.name != m["model"]:
                 raise RuntimeError(f"index was built with {m['model']}, but the embedder is {self._embedder.name}")
@@ -634,13 +619,18 @@ class KnowledgeIndex:
             if s not in self._entities:
                 continue
             depth = k * 4 if s == "G" else k
+            rows: list[list[tuple[str, float]]] = [[] for _ in texts]
             if f"entities_{s}" in self._dense_colls:
                 if q is None:
                     q = self._qvecs(texts)
-                rows = [[(h.metadata.get("key", ""), h.score) for h in hits]
-                        for hits in self._store.search_many(f"entities_{s}", q, k=depth, min_score=min_score)]
-            else:
-                rows = [self._name_search(s, t, depth, min_score) for t in texts]
+                for n, hits in enumerate(self._store.search_many(f"entities_{s}", q, k=depth, min_score=min_score)):
+                    rows[n] = [(h.metadata.get("key", ""), h.score) for h in hits]
+            if s in self._name_srcs and (s == "G" or f"entities_{s}" not in self._dense_colls):
+                for n, t in enumerate(texts):
+                    best = dict(rows[n])
+                    for key, sc in self._name_search(s, t, depth, min_score):
+                        best[key] = max(sc, best.get(key, 0.0))
+                    rows[n] = sorted(best.items(), key=lambda x: -x[1])
             for n, hits in enumerate(rows):
                 exact = self._name_norm.get(s, {}).get(_norm_key(texts[n]))
                 if exact is not None:
