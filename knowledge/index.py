@@ -591,9 +591,12 @@ class KnowledgeIndex:
 
     # -- query embedding ------------------------------------------------------------------------------
     def _qvecs(self, texts: list[str]) -> np.ndarray:
+        """Query vectors. A few texts are embedded one by one through the query cache: with int8 dynamic
+        quantisation a text's vector depends slightly on the batch it is padded into, and a query must get the
+        same vector (and the same hits) whether it is asked alone or with others."""
         emb = self.embedder
-        if len(texts) == 1 and hasattr(emb, "embed_query"):
-            return np.asarray(emb.embed_query(texts[0]), dtype=np.float32)[None, :]
+        if len(texts) <= 16 and hasattr(emb, "embed_query"):
+            return np.stack([np.asarray(emb.embed_query(t), dtype=np.float32) for t in texts])
         return emb.embed(texts)
 
     # -- entity search --------------------------------------------------------------------------------
