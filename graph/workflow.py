@@ -53,3 +53,11 @@ def compile_graph(checkpointer=None):
 
 graph = compile_graph()
 """The process's graph without a checkpointer."""
+
+
+if __name__ == "__main__":   # python -m graph.workflow --mermaid > docs/graph.mmd
+    import sys
+
+    if sys.argv[1:] != ["--mermaid"]:
+        raise SystemExit("usage: python -m graph.workflow --mermaid")
+    sys.stdout.write(graph.get_graph().draw_mermaid())
