@@ -4,7 +4,7 @@ Input ``{"message": "..."}``; context (optional) ``{"config": {PipelineConfig fi
 resources come from ``$CLINICALRAG_HOME`` and ``CLINICALRAG_LLM_*``. The server brings its own checkpointer."""
 from __future__ import annotations
 
-from .workflow import graph
+from graph.workflow import graph   # absolute: the server loads this file by its path
 
 
 def make_graph(config=None):

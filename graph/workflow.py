@@ -16,6 +16,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from . import nodes
+from .config import PipelineConfig
 from .context import Context
 from .routing import route_generate, route_grade, route_intake, route_verify
 from .state import InputState, OutputState, State
@@ -47,8 +48,10 @@ def build() -> StateGraph:
 
 
 def compile_graph(checkpointer=None):
-    """The compiled graph with ``checkpointer`` (None: no persistence)."""
-    return build().compile(checkpointer=checkpointer, name=NAME)
+    """The compiled graph with ``checkpointer`` (None: no persistence). Its default recursion limit covers the
+    longest path the configuration allows (``max_attempts`` = 5 corrective loops)."""
+    limit = PipelineConfig.model_fields["recursion_limit"].default
+    return build().compile(checkpointer=checkpointer, name=NAME).with_config(recursion_limit=limit)
 
 
 graph = compile_graph()
