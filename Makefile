@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM ?= false
 SAMPLE_CASE ?= 34-year-old woman with 3 days of fever, dry cough, muscle aches and headache; no rash.
 PYTEST_ARGS ?=
 
-.PHONY: install install-llm data kg index demo test test-slow test-all bench clean-data clean
+.PHONY: install install-llm data kg index demo test test-unit test-slow test-all bench clean-data clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -55,6 +55,9 @@ demo:
 
 test: install install-llm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-unit: install
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 test-slow: install install-llm
 	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)

@@ -4,6 +4,9 @@ Sufficient when: at least ``min_evidence`` items; the share of positive entities
 item at or above ``min_score`` reaches ``min_coverage``; and — when the knowledge graph is among the sources —
 at least one candidate disease was ranked. Otherwise the grade says which entities are uncovered, for the
 corrective step.
+
+Without entity extraction (``use_entities=False``, the MEE ablation) there are no findings to cover and the KG
+ranker has nothing to rank: the evidence is graded on its volume only.
 """
 from __future__ import annotations
 
@@ -22,7 +25,11 @@ class Grade(BaseModel):
 
 def grade(extraction: Extraction | None, evidence: list[Evidence], candidates: list[Candidate],
           coverage_map: dict[str, list[str]], min_coverage: float = 0.5, min_evidence: int = 3,
-          min_score: float = 0.5, need_candidates: bool = True) -> Grade:
+          min_score: float = 0.5, need_candidates: bool = True, use_entities: bool = True) -> Grade:
+    if not use_entities:
+        reasons = [] if len(evidence) >= min_evidence else [
+            f"only {len(evidence)} evidence items (need {min_evidence})"]
+        return Grade(sufficient=not reasons, coverage=0.0, n_evidence=len(evidence), reasons=reasons)
     by_id = {e.id: e for e in evidence}
     positives = [e.text for e in extraction.positive()] if extraction else []
     covered, uncovered = [], []

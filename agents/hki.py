@@ -31,6 +31,15 @@ class RetrievalParams:
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> "RetrievalParams":
+        """The retrieval parameters of a run configuration (any object with the fields of
+        ``graph.config.PipelineConfig``: sources, top_k_per_source, chunk_k, min_entity_score, min_chunk_score,
+        max_evidence, differential_k, use_mee)."""
+        return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
+                   min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
+                   max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee)
+
 
 @dataclass
 class HKIResult:

@@ -23,7 +23,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from .types import Evidence, Reference
+from .types import Draft, Evidence, Reference
 
 _ROLE_SOURCE = {"G": "Knowledge graph", "B": "Reference base", "O": "Web source"}
 _SPAN_SUFFIX = re.compile(r"^(?P<base>.+?):(?P<a>\d+)-(?P<b>\d+)$")
@@ -114,6 +114,22 @@ class KRG:
             if rest:
                 return rest
         return text
+
+    def for_answer(self, draft: Draft, evidence: list[Evidence], answer: str | None = None,
+                   fallback: int = 10) -> tuple[list[Reference], dict[str, int]]:
+        """The reference list of an answer: the evidence it cites (in the differential's citation lists and
+        inline in ``answer``, default the draft's text), cited items first. An answer that cites nothing lists
+        the ``fallback`` most relevant evidence items. All evidence stays in the structured result either way."""
+        from .verifier import parse_citations  # noqa: PLC0415
+
+        known = {e.id for e in evidence}
+        cited = [c for d in draft.differential for c in d.citations]
+        wanted = {c.id for c in parse_citations(draft.text if answer is None else answer, known)}
+        for raw in cited:            # "id" or "id:start-end"
+            m = _SPAN_SUFFIX.match(raw.strip())
+            wanted.add(m.group("base") if m and m.group("base") in known else raw.strip())
+        listed = [e for e in evidence if e.id in wanted]
+        return self.references(listed or evidence[:fallback], cited_ids=cited or None)
 
     def references(self, evidence: list[Evidence], cited_ids: Iterable[str] | None = None,
                    near_dup_threshold: float = 0.9) -> tuple[list[Reference], dict[str, int]]:

@@ -52,6 +52,19 @@ class Extraction(BaseModel):
     def negated(self) -> list[Entity]:
         return [e for e in self.entities if e.negated]
 
+    def capped(self, max_entities: int) -> tuple["Extraction", str | None]:
+        """At most ``max_entities`` clinical entities (the first ones as the extractor lists them, i.e. in text
+        order; demographics are always kept), and a warning when some were dropped. Caps the retrieval work of
+        one run."""
+        clinical = [e for e in self.entities if e.category != "demographic"]
+        if len(clinical) <= max_entities:
+            return self, None
+        keep = {id(e) for e in clinical[:max_entities]}
+        kept = [e for e in self.entities if e.category == "demographic" or id(e) in keep]
+        note = (f"the presentation mentions {len(clinical)} clinical entities; only the first {max_entities} "
+                "are used (max_entities)")
+        return self.model_copy(update={"entities": kept}), note
+
 
 class Evidence(BaseModel):
     """One piece of retrieved knowledge with a stable id (paper Eq. 3: an element of K)."""

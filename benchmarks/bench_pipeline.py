@@ -40,11 +40,11 @@ def main(argv=None) -> int:
 
     from agents.llm import LLMConfig
     from graph.config import PipelineConfig
-    from graph.pipeline import ClinicalRAG, Runtime
+    from graph.pipeline import ClinicalRAG, Resources
 
     cases = [c for c in yaml.safe_load((ROOT / "tests/cases/clinical_cases.yaml").read_text())["cases"]]
     t0 = time.perf_counter()
-    rt = Runtime(llm_config=LLMConfig())
+    rt = Resources(llm_config=LLMConfig())
     rt.warm()
     rag = ClinicalRAG(rt)
     warm_s = time.perf_counter() - t0
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     llm_res = None
     if args.llm_base_url and args.llm_model:
         cfg = LLMConfig(base_url=args.llm_base_url, model=args.llm_model, timeout=300)
-        rag_llm = ClinicalRAG(Runtime(llm_config=cfg, kg=rt.kg, index=rt.index))
+        rag_llm = ClinicalRAG(Resources(llm_config=cfg, kg=rt.kg, index=rt.index))
         calls, tokens, cap_ok, latencies, escal = [], [], True, [], 0
         for c in cases[: args.llm_cases]:
             t = time.perf_counter()

@@ -55,12 +55,12 @@ def main(argv=None) -> int:
     ap.add_argument("--llm-model")
     args = ap.parse_args(argv)
     from agents.llm import LLMConfig
-    from graph.pipeline import ClinicalRAG, Runtime
+    from graph.pipeline import ClinicalRAG, Resources
 
     cases = [c for c in yaml.safe_load((ROOT / "tests/cases/clinical_cases.yaml").read_text())["cases"]
              if c.get("gold")]
     llm = LLMConfig(base_url=args.llm_base_url, model=args.llm_model, timeout=300) if args.llm_model else LLMConfig()
-    rag = ClinicalRAG(Runtime(llm_config=llm))
+    rag = ClinicalRAG(Resources(llm_config=llm))
     results = {}
     for name in args.configs.split(","):
         results[name] = evaluate(rag, cases, CONFIGS[name])

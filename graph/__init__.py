@@ -1,1 +1,2 @@
-"""The ClinicalRAG LangGraph: state, workflow (nodes + conditional edges), typed config, tracing."""
+"""The ClinicalRAG LangGraph: typed state and context, module-level nodes and routers, the compiled workflow,
+the result and audit record, the product API (pipeline) and the audit trail (tracing)."""

@@ -30,7 +30,8 @@ class PipelineConfig(BaseModel):
     differential_k: int = Field(5, ge=1, le=20)
     verify_confidence: float = 0.75
     verify_max_partial: float = 0.10
-    max_presentation_chars: int = 20000
+    max_presentation_chars: int = 20000             # per message; a thread keeps its latest turns within it
+    max_entities: int = Field(40, ge=1, le=500)     # clinical entities used for retrieval (first ones in the text)
     max_llm_calls: int = Field(4, ge=0, le=20)      # logical LLM calls per case; past it agents go deterministic
     recursion_limit: int = 50
 

@@ -1,11 +1,15 @@
-"""Entry point for LangGraph's own server / Studio (see langgraph.json): the compiled graph over a default
-Runtime (knowledge from $CLINICALRAG_HOME, LLM from CLINICALRAG_LLM_* env). Input: {"message": "..."} and,
-optionally, "config" with PipelineConfig fields."""
+"""Entry point for LangGraph's own server / Studio (see langgraph.json): the process's compiled graph.
+
+Input ``{"message": "..."}``; context (optional) ``{"config": {PipelineConfig fields}, "audit": true}``;
+resources come from ``$CLINICALRAG_HOME`` and ``CLINICALRAG_LLM_*``. The server brings its own checkpointer."""
 from __future__ import annotations
 
-from .pipeline import Runtime
-from .workflow import build_graph
+from graph.workflow import graph   # absolute: the server loads this file by its path
 
 
 def make_graph(config=None):
-    return build_graph(Runtime())
+    """The same compiled graph (kept for configurations that name a factory)."""
+    return graph
+
+
+__all__ = ["graph", "make_graph"]

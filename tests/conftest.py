@@ -1,4 +1,7 @@
-"""Shared test set-up.
+"""Shared test set-up (for tests/unit and tests/integration).
+
+tests/unit: no data, seconds (``pytest tests/unit``). tests/integration: the knowledge graph and index built from
+the data mirror, real LLM servers; every test there is marked ``integration``.
 
 The suite runs against real data read from the mirror (``../shared/data/mirror`` or $CLINICALRAG_DATA_MIRROR)
 and real servers on 127.0.0.1. Heavy artefacts (knowledge graph, small index) are built once per session in one
@@ -59,6 +62,12 @@ def g_test_subset(kg) -> set[str]:
         elif k == "xref" and g.nodes[u].get("category") == "symptom":
             keep.add(v)
     return keep
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "integration" in item.path.parts:
+            item.add_marker(pytest.mark.integration)
 
 
 def pytest_sessionfinish(session, exitstatus):

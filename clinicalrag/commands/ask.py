@@ -57,7 +57,7 @@ def build_config(args):
 
 def run(args) -> int:
     from agents.llm import LLMConfig, load_llm_config
-    from graph.pipeline import ClinicalRAG, InputError, Runtime
+    from graph.pipeline import ClinicalRAG, InputError, Resources
 
     text = args.text
     if text is None or text == "-":
@@ -75,7 +75,7 @@ def run(args) -> int:
         over = {k: v for k, v in {"base_url": args.llm_base_url, "model": args.llm_model}.items() if v}
         llm_cfg = load_llm_config(over or None, args.llm_config)
     try:
-        rag = ClinicalRAG(Runtime(llm_config=llm_cfg))
+        rag = ClinicalRAG(Resources(llm_config=llm_cfg))
         result = rag.ask(text, cfg, thread_id=args.thread, audit=not args.no_audit)
     except InputError as exc:
         raise UserError(str(exc)) from None

@@ -103,11 +103,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     # 4. warm caches: the extractor's lexicon and fuzzy linker, the KG ranker's index (built once, loaded after)
     head(3)
-    from graph.pipeline import Runtime  # noqa: PLC0415
+    from graph.context import Resources  # noqa: PLC0415
 
     t = time.perf_counter()
     bar = _bar(2, "caches", progress)
-    rt = Runtime(kg=kg, index=index.open())
+    rt = Resources(kg=kg, index=index.open())
     bar.set_postfix_str("entity extractor")
     _ = rt.mee
     bar.update(1)

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from graph.config import PipelineConfig
-from graph.pipeline import ClinicalRAG, InputError, Runtime, check_presentation
+from graph.pipeline import ClinicalRAG, InputError, Resources, check_presentation
 
-CASES = yaml.safe_load((Path(__file__).parent / "cases" / "clinical_cases.yaml").read_text())["cases"]
+CASES = yaml.safe_load((Path(__file__).resolve().parents[1] / "cases" / "clinical_cases.yaml").read_text())["cases"]
 CITE = re.compile(r"\[([GBO]:[^\[\]]+?)(?::\d+-\d+)?\]")
 
 
@@ -24,8 +24,8 @@ def rag(knowledge, tmp_path_factory):
     kg, index = knowledge
     from agents.llm import LLMConfig
 
-    rt = Runtime(llm_config=LLMConfig(), kg=kg, index=index,
-                 audit_path=tmp_path_factory.mktemp("audit") / "audit.jsonl")
+    rt = Resources(llm_config=LLMConfig(), kg=kg, index=index,
+                   audit_path=tmp_path_factory.mktemp("audit") / "audit.jsonl")
     return ClinicalRAG(rt, checkpoint_path=tmp_path_factory.mktemp("ckpt") / "threads.sqlite")
 
 
@@ -111,7 +111,7 @@ def test_bad_input_is_refused_clearly(bad, msg):
 def test_cli_bad_input_exit_code(knowledge):
     for arg in ["", "   "]:
         p = subprocess.run([sys.executable, "-m", "clinicalrag", "ask", arg], capture_output=True, text=True,
-                           cwd=Path(__file__).parent.parent)
+                           cwd=Path(__file__).resolve().parents[2])
         assert p.returncode == 2
         assert "error: the presentation is empty" in p.stderr
 
@@ -158,7 +158,7 @@ def test_thread_follow_up_keeps_context(rag):
 
 def test_audit_chain_records_runs(rag):
     r = rag.ask(CASES[2]["presentation"])
-    audit = rag.rt.audit
+    audit = rag.resources.audit
     rec = audit.get(r["run_id"])
     assert rec["inputs"]["message"].startswith(CASES[2]["presentation"][:30])
     assert rec["evidence"] and rec["nodes"] and rec["config_hash"] == r["config_hash"]

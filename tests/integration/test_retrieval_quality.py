@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import _index_subset as subset  # noqa: E402
 
 from benchmarks.retrieval_eval import MODES, build_queries, evaluate, metrics  # noqa: E402

@@ -10,7 +10,7 @@ from support.llama_server import closed_port_url, http_error, malformed, stall, 
 from agents.llm import LLMConfig
 from agents.types import Evidence
 from graph.config import PipelineConfig
-from graph.pipeline import ClinicalRAG, Runtime
+from graph.pipeline import ClinicalRAG, Resources
 
 CASE = ("19-year-old man with recurrent wheezing, chest tightness and shortness of breath, worse at night; "
         "night-time cough. No fever.")
@@ -18,7 +18,7 @@ CASE = ("19-year-old man with recurrent wheezing, chest tightness and shortness 
 
 def _rag(knowledge, tmp_path, **llm) -> ClinicalRAG:
     kg, index = knowledge
-    return ClinicalRAG(Runtime(llm_config=LLMConfig(**llm), kg=kg, index=index, audit_path=tmp_path / "a.jsonl"))
+    return ClinicalRAG(Resources(llm_config=LLMConfig(**llm), kg=kg, index=index, audit_path=tmp_path / "a.jsonl"))
 
 
 @pytest.mark.llm
@@ -39,7 +39,7 @@ def test_pipeline_with_llama_server(knowledge, llama_server, tmp_path):
         for c in v["claims"]:
             assert set(c["citations"]) <= ids
     assert r["status"] in ("verified", "needs clinician review")
-    rec = rag.rt.audit.get(r["run_id"])
+    rec = rag.resources.audit.get(r["run_id"])
     assert any(n.get("llm_calls") for n in rec["nodes"])
     gen = [n for n in rec["nodes"] if n["node"] == "generate" and n.get("prompt")]
     if gen:   # the generator's prompt and raw output are in the audit trail
@@ -63,7 +63,7 @@ def test_llm_down_degrades_to_deterministic(knowledge, tmp_path):
     assert r["differential"], "the deterministic path must still answer"
     assert any("LLM unavailable" in w or "LLM error" in w or "fell back" in w.lower() for w in r["warnings"]), \
         r["warnings"]
-    rec = rag.rt.audit.get(r["run_id"])
+    rec = rag.resources.audit.get(r["run_id"])
     assert rec["warnings"] == r["warnings"]
     assert any(c.get("error") for n in rec["nodes"] for c in n.get("llm_calls", []))
 
@@ -89,7 +89,7 @@ def test_injection_inside_retrieved_documents_changes_nothing(knowledge, tmp_pat
     """A retrieved document that carries instructions cannot change the deterministic answer nor smuggle in
     a citation."""
     rag = _rag(knowledge, tmp_path)
-    rt = rag.rt
+    rt = rag.resources
     from agents.knl import KNL
 
     ex = rt.mee.extract(CASE)

@@ -13,7 +13,7 @@ import pytest
 from clinicalrag.cli import main
 from graph.tracing import AuditLog, code_version, config_hash, langsmith_enabled, record_hash
 
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = Path(__file__).resolve().parents[2]
 
 
 def _record(i: int) -> dict:

@@ -16,7 +16,7 @@ import pytest
 from agents.ranker import KGRanker, RankerConfig
 from agents.types import Candidate, Entity
 
-_EVAL_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "ranker_eval.py"
+_EVAL_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "ranker_eval.py"
 _spec = importlib.util.spec_from_file_location("ranker_eval_for_tests", _EVAL_PATH)
 ranker_eval = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = ranker_eval

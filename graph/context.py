@@ -1,0 +1,193 @@
+"""What a run needs besides its state: shared :class:`Resources` and the per-run :class:`Context`.
+
+- :class:`Resources` (one per process, shared by runs): the knowledge graph, the index, the agents that are
+  expensive to build (MEE, ranker, HKI, KRG, verifiers), the LLM client and the audit log; built lazily.
+- :class:`Context` (one per run, LangGraph's ``context_schema``): the run's :class:`PipelineConfig`, whether
+  to append an audit record, and the resources (by default the process-wide :func:`default_resources`, from
+  ``$CLINICALRAG_HOME`` and ``CLINICALRAG_LLM_*``). LangGraph's server and Studio build it from a JSON object
+  such as ``{"config": {"use_verifier": false}, "audit": false}``.
+
+Nothing here is checkpointed. Prompts and raw LLM outputs of a run are kept on its Context (for the audit record)
+and streamed as custom events; they never enter the graph state.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic.json_schema import SkipJsonSchema
+
+from .budget import LLMBudget
+from .config import PipelineConfig
+
+
+_FROM_INDEX = object()
+
+
+class Resources:
+    """Knowledge resources, agents and the LLM client, built lazily and shared by runs.
+
+    ``llm_config``: an :class:`agents.llm.LLMConfig` (default: from the environment); ``kg``/``index``: already
+    loaded objects to reuse (default: load from ``$CLINICALRAG_HOME``); ``audit_path``: the audit log file;
+    ``embedder``: the verifier's sentence embedder (default: the index's; ``None``: lexical and negation checks
+    only, no embedding similarity)."""
+
+    def __init__(self, llm_config=None, audit_path=None, index=None, kg=None, embedder: Any = _FROM_INDEX):
+        from agents.llm import LLMClient, load_llm_config  # noqa: PLC0415
+
+        self.llm_config = llm_config if llm_config is not None else load_llm_config()
+        self.client = LLMClient(self.llm_config) if self.llm_config.enabled else None
+        self._index = index
+        self._kg = kg
+        self._audit_path = audit_path
+        self._embedder = embedder
+        self._verifiers: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+
+    @cached_property
+    def kg(self):
+        if self._kg is not None:
+            return self._kg
+        from knowledge.kg import load_or_build  # noqa: PLC0415
+
+        return load_or_build()
+
+    @cached_property
+    def index(self):
+        if self._index is not None:
+            return self._index
+        from knowledge.index import KnowledgeIndex  # noqa: PLC0415
+
+        return KnowledgeIndex(kg=self.kg).open()
+
+    @cached_property
+    def mee(self):
+        """The extractor without an LLM; :meth:`mee_for` gives a run its LLM-enabled view."""
+        from agents.mee import MEE  # noqa: PLC0415
+
+        return MEE(self.kg.vocabulary(), llm=None)
+
+    @cached_property
+    def ranker(self):
+        from agents.ranker import KGRanker  # noqa: PLC0415
+
+        return KGRanker(self.kg)
+
+    @cached_property
+    def hki(self):
+        from agents.hki import HKI  # noqa: PLC0415
+
+        return HKI(self.index, self.kg, self.ranker)
+
+    @cached_property
+    def krg(self):
+        from agents.krg import KRG  # noqa: PLC0415
+
+        return KRG()
+
+    @cached_property
+    def audit(self):
+        from .tracing import AuditLog  # noqa: PLC0415
+
+        return AuditLog(self._audit_path)
+
+    @property
+    def llm_model(self) -> str | None:
+        return self.llm_config.model if self.client is not None else None
+
+    def embedder(self):
+        if self._embedder is _FROM_INDEX:
+            return getattr(self.index, "embedder", None)
+        return self._embedder
+
+    # ---- per-run views ----------------------------------------------------------------------------------------
+    def budget(self, cfg: PipelineConfig, used: int = 0) -> LLMBudget | None:
+        """The LLM under a run's budget (None without an LLM)."""
+        if self.client is None:
+            return None
+        return LLMBudget(self.client, max_calls=cfg.max_llm_calls, max_input_tokens=cfg.max_input_tokens, used=used)
+
+    def mee_for(self, llm: LLMBudget | None):
+        """The shared extractor with this run's LLM (a shallow copy: the lexicon and matchers are shared)."""
+        if llm is None:
+            return self.mee
+        view = copy.copy(self.mee)
+        view.llm = llm
+        return view
+
+    def verifier_for(self, cfg: PipelineConfig, llm: LLMBudget | None = None):
+        """The verifier for the config's thresholds (its embedding cache is shared by runs) with this run's LLM."""
+        key = (cfg.verify_confidence, cfg.verify_max_partial)
+        with self._lock:
+            if key not in self._verifiers:
+                from agents.verifier import Verifier  # noqa: PLC0415
+
+                self._verifiers[key] = Verifier(embedder=self.embedder(), llm=None,
+                                                confidence_threshold=cfg.verify_confidence,
+                                                max_partial_ratio=cfg.verify_max_partial)
+            base = self._verifiers[key]
+        if llm is None:
+            return base
+        view = copy.copy(base)
+        view.llm = llm
+        return view
+
+    def generator(self, cfg: PipelineConfig, llm: LLMBudget | None = None):
+        from agents.generator import Generator  # noqa: PLC0415
+
+        return Generator(llm, differential_k=cfg.differential_k, max_input_tokens=cfg.max_input_tokens)
+
+    def knl(self, llm: LLMBudget | None = None):
+        from agents.knl import KNL  # noqa: PLC0415
+
+        return KNL(llm)
+
+    def warm(self) -> None:
+        """Load everything a run needs (KG, index, extractor), so the first answer is not slow."""
+        _ = self.kg, self.index, self.mee, self.ranker, self.hki
+
+
+_DEFAULT: Resources | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_resources() -> Resources:
+    """The process-wide resources (knowledge from ``$CLINICALRAG_HOME``, LLM from ``CLINICALRAG_LLM_*``)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = Resources()
+        return _DEFAULT
+
+
+class Context(BaseModel):
+    """The run's context (``StateGraph(..., context_schema=Context)``)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    config: PipelineConfig = Field(default_factory=PipelineConfig)
+    audit: bool = True   # append one record to the hash-chained audit log at the end of the run
+    resources: SkipJsonSchema[Any] = Field(default_factory=default_resources, exclude=True)
+
+    _prompts: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+
+    def record_prompt(self, node: str, occurrence: int, prompt: dict[str, Any]) -> None:
+        """Keep a prompt and raw output of this run for the audit record (never in the graph state)."""
+        self._prompts.append({"node": node, "occurrence": occurrence, "prompt": prompt})
+
+    @property
+    def prompts(self) -> list[dict[str, Any]]:
+        return list(self._prompts)
+
+
+def context_of(runtime: Any) -> Context:
+    """The run's Context (a default one when the caller passed none)."""
+    ctx = getattr(runtime, "context", None)
+    if ctx is None:
+        return Context()
+    if isinstance(ctx, dict):
+        return Context(**ctx)
+    return ctx

@@ -1,0 +1,127 @@
+"""The outcome of a turn, as pure functions of the final state: the status, the escalation, the structured result
+and the audit record. Called by the ``finalize`` and ``audit`` nodes."""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agents.answer import clean_draft
+from agents.types import Draft
+from agents.verifier import clean_citations
+
+from .config import PipelineConfig
+from .state import Result, State
+
+STATUS_VERIFIED = "verified"
+STATUS_REVIEW = "needs clinician review"
+STATUS_UNVERIFIED_DIRECT = "unverified (language model only, no evidence)"
+STATUS_UNVERIFIED_NO_VERIFIER = "unverified (verifier disabled)"
+STATUS_REJECTED = "rejected"
+INSUFFICIENT_ESCALATION = "insufficient evidence"
+
+
+def status_and_escalation(state: State, cfg: PipelineConfig) -> tuple[str, list[str]]:
+    """(status, escalation reasons) of a finished turn; the reasons include any added here."""
+    reasons = list(state.get("escalation") or [])
+    if state.get("input_error"):
+        return STATUS_REJECTED, reasons
+    draft = state.get("draft") or Draft()
+    v = state.get("verification")
+    if cfg.mode == "direct":
+        return STATUS_UNVERIFIED_DIRECT, reasons
+    if reasons or draft.insufficient:
+        return STATUS_REVIEW, reasons or [INSUFFICIENT_ESCALATION]
+    if not cfg.use_verifier:
+        return STATUS_UNVERIFIED_NO_VERIFIER, reasons
+    return (STATUS_VERIFIED if v is not None and v.passed else STATUS_REVIEW), reasons
+
+
+def answer_draft(state: State) -> tuple[Draft, str]:
+    """(the draft as shown, its answer text): the verifier's cleaned draft where verification ran, and in any case
+    without a citation of an id that is not in the turn's evidence."""
+    known = {e.id for e in state.get("evidence") or []}
+    draft = state.get("draft") or Draft()
+    v = state.get("verification")
+    if v is not None and v.cleaned_draft is not None:
+        draft = v.cleaned_draft
+    draft, _ = clean_draft(draft, known)
+    text = (v.cleaned_text if v is not None and v.cleaned_text else "") or draft.text
+    text, _ = clean_citations(text, known)
+    return draft, text
+
+
+def llm_summary(events: list[dict[str, Any]], model: str | None) -> dict[str, Any]:
+    calls = [c for ev in events for c in ev.get("llm_calls") or []]
+    return {"model": model, "calls": len(calls), "prompt_tokens": sum(c.get("prompt_tokens", 0) for c in calls),
+            "completion_tokens": sum(c.get("completion_tokens", 0) for c in calls),
+            "errors": sum(c.get("error") is not None for c in calls)}
+
+
+def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, Any]], thread_id: str | None,
+                 llm_model: str | None, now: float | None = None) -> Result:
+    status, reasons = status_and_escalation(state, cfg)
+    started = state.get("started_at")
+    latency = round(((now if now is not None else time.time()) - started) * 1000, 1) if started else 0.0
+    base: Result = {
+        "status": status, "error": state.get("input_error"), "thread_id": thread_id, "mode": cfg.mode,
+        "config": cfg.model_dump(), "config_hash": cfg.digest(), "warnings": list(state.get("warnings") or []),
+        "attempts": state.get("attempts", 0), "trace": events, "llm": llm_summary(events, llm_model),
+        "latency_ms": latency, "run_id": None,
+        "escalation": {"escalated": bool(reasons), "reasons": reasons},
+    }
+    if status == STATUS_REJECTED:
+        return {**base, "answer": "", "differential": [], "next_steps": [], "verification": None, "references": [],
+                "reference_map": {}, "evidence": [], "candidates": [], "extraction": None, "presentation": None}
+    draft, text = answer_draft(state)
+    v = state.get("verification")
+    ex = state.get("extraction")
+    return {
+        **base,
+        "answer": text,
+        "differential": [d.model_dump() for d in draft.differential],
+        "next_steps": list(draft.next_steps),
+        "verification": v.model_dump() if v is not None else None,
+        "references": [r.model_dump() for r in state.get("references") or []],
+        "reference_map": dict(state.get("reference_map") or {}),
+        "evidence": [e.model_dump() for e in state.get("evidence") or []],
+        "candidates": [c.model_dump() for c in state.get("candidates") or []],
+        "extraction": ex.model_dump() if ex is not None else None,
+        "presentation": state.get("presentation"),
+    }
+
+
+def with_prompts(events: list[dict[str, Any]], prompts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events with each recorded prompt attached to the node execution that made it."""
+    out = [dict(ev) for ev in events]
+    for p in prompts:
+        seen = -1
+        for ev in out:
+            if ev.get("node") == p["node"]:
+                seen += 1
+                if seen == p["occurrence"]:
+                    ev["prompt"] = p["prompt"]
+                    break
+    return out
+
+
+def audit_record(state: State, result: Result, prompts: list[dict[str, Any]], code_version: str) -> dict[str, Any]:
+    return {
+        "kind": "ask",
+        "inputs": {"message": state.get("message"), "presentation": state.get("presentation"),
+                   "thread_id": result["thread_id"]},
+        "config": result["config"], "config_hash": result["config_hash"], "code_version": code_version,
+        "llm_model": result["llm"]["model"],
+        "entities": (result.get("extraction") or {}).get("entities", []),
+        "evidence": [{"id": e["id"], "role": e["role"], "score": e["score"]} for e in result["evidence"]],
+        "candidates": [{"id": c["concept_id"], "name": c["name"], "score": c["score"]}
+                       for c in result["candidates"][:10]],
+        "nodes": with_prompts(result["trace"], prompts),
+        "verification": result["verification"],
+        "escalation": result["escalation"],
+        "status": result["status"],
+        "answer": result["answer"],
+        "references": [r.get("n") for r in result["references"]],
+        "warnings": result["warnings"],
+        "llm": result["llm"],
+        "latency_ms": result["latency_ms"],
+    }

@@ -1,0 +1,69 @@
+"""Policy that lives in the agents (the graph only calls it): citation hygiene, the insufficient-draft
+verification, grading without MEE, KRG's cited ids, config -> retrieval parameters, the entity cap."""
+from __future__ import annotations
+
+from asthma_case import CHUNK, WHEEZE, asthma_state
+
+from agents.answer import INSUFFICIENT_REASON, clean_draft, valid_citation, verify_draft
+from agents.grader import grade
+from agents.hki import RetrievalParams
+from agents.krg import KRG
+from agents.types import DifferentialItem, Draft, Entity, Extraction
+from agents.verifier import Verifier
+from graph.config import PipelineConfig
+
+
+def test_valid_citation():
+    known = {WHEEZE, CHUNK}
+    assert valid_citation(WHEEZE, known) and valid_citation(f"[{CHUNK}:0-40]", known)
+    assert not valid_citation("B:invented#1", known) and not valid_citation("1", known)
+    assert not valid_citation("", known)
+
+
+def test_clean_draft_removes_unknown_ids_everywhere():
+    d = Draft(text=f"Asthma [{WHEEZE}][B:x#1].", next_steps=["Test [O:y#2]"],
+              differential=[DifferentialItem(rank=1, diagnosis="asthma", rationale="r [G:a|b|c]",
+                                             citations=[WHEEZE, "B:x#1"])])
+    out, removed = clean_draft(d, {WHEEZE})
+    assert out.text == f"Asthma [{WHEEZE}]." and out.next_steps == ["Test"]
+    assert out.differential[0].citations == [WHEEZE] and out.differential[0].rationale == "r"
+    assert removed == ["B:x#1", "G:a|b|c", "O:y#2"]
+    assert d.differential[0].citations == [WHEEZE, "B:x#1"]     # the input is not modified
+
+
+def test_insufficient_draft_fails_verification_without_claims():
+    s = asthma_state()
+    v = verify_draft(Verifier(), Draft(text="Insufficient evidence.", insufficient=True), s["evidence"])
+    assert not v.passed and v.reasons == [INSUFFICIENT_REASON] and v.claims == []
+
+
+def test_grade_without_entities_counts_evidence():
+    s = asthma_state()
+    g = grade(Extraction(), s["evidence"], [], {}, min_evidence=3, use_entities=False)
+    assert g.sufficient and g.reasons == []
+    g = grade(Extraction(), s["evidence"][:1], [], {}, min_evidence=3, use_entities=False)
+    assert not g.sufficient and g.reasons == ["only 1 evidence items (need 3)"]
+    g = grade(Extraction(), s["evidence"], [], {}, min_evidence=3, use_entities=True)   # with MEE: no findings
+    assert not g.sufficient
+
+
+def test_krg_for_answer_falls_back_to_the_most_relevant_evidence():
+    s = asthma_state()
+    refs, _ = KRG().for_answer(Draft(text="no citations"), s["evidence"], fallback=2)
+    assert {i for r in refs for i in r.evidence_ids} == {e.id for e in s["evidence"][:2]}
+
+
+def test_retrieval_parameters_from_config():
+    p = RetrievalParams.from_config(PipelineConfig(sources=["O", "G"], top_k_per_source=9, chunk_k=3,
+                                                   max_evidence=12, differential_k=4, use_mee=False))
+    assert p == RetrievalParams(sources=("G", "O"), top_k=9, chunk_k=3, max_evidence=12, differential_k=4,
+                                use_entities=False)
+
+
+def test_entity_cap_keeps_demographics_and_the_first_findings():
+    ents = [Entity(text="45 y", category="demographic")] + [Entity(text=f"f{i}", category="symptom")
+                                                           for i in range(5)]
+    capped, note = Extraction(entities=ents).capped(2)
+    assert [e.text for e in capped.entities] == ["45 y", "f0", "f1"] and "5 clinical entities" in note
+    same, none = Extraction(entities=ents).capped(5)
+    assert none is None and len(same.entities) == 6
