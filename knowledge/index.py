@@ -734,7 +734,7 @@ class KnowledgeIndex:
 
     def search(self, query: str, k: int = 10, sources: Sequence[str] | None = None, mode: str = "hybrid",
                fusion: str = "alpha", alpha: float = 0.5, min_score: float | None = None,
-               filters: dict[str, Any] | None = None, depth: int = 100, rrf_k: int = 60) -> list[SearchHit]:
+               filters: dict[str, Any] | None = None, depth: int = 50, rrf_k: int = 60) -> list[SearchHit]:
         """Top-``k`` chunks for a whole query.
 
         mode: "hybrid" (BM25 + dense), "bm25" or "dense". fusion (hybrid): "rrf" (score = sum of
