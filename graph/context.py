@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
 
-from .budget import LLMBudget
+from agents.llm import LLMBudget
 from .config import PipelineConfig
 
 

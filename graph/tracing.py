@@ -47,6 +47,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from agents.llm.budget import langsmith_enabled  # noqa: F401  (re-exported)
+
 GENESIS = "0" * 64
 HEAD_NAME = "audit.head"
 
@@ -126,18 +128,6 @@ def code_version() -> str:
         return f"clinicalrag {version('clinicalrag')}"
     except PackageNotFoundError:
         return "unknown"
-
-
-def _truthy(v: str | None) -> bool:
-    return (v or "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def langsmith_enabled(environ: dict[str, str] | None = None) -> bool:
-    """True when LangSmith tracing is switched on and an API key is set."""
-    env = os.environ if environ is None else environ
-    on = _truthy(env.get("LANGSMITH_TRACING")) or _truthy(env.get("LANGCHAIN_TRACING_V2"))
-    key = (env.get("LANGSMITH_API_KEY") or env.get("LANGCHAIN_API_KEY") or "").strip()
-    return on and bool(key)
 
 
 # ---------------------------------------------------------------------------------------------------------

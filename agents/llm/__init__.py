@@ -3,19 +3,19 @@
 - :mod:`.config`: :class:`LLMConfig` and :func:`load_llm_config` (file < environment < CLI);
 - :mod:`.client`: :class:`LLMClient`, one accountable client over an OpenAI-compatible endpoint;
 - :mod:`.structured`: schema-constrained output (mode ladder, JSON extraction, one repair call);
-- :mod:`.budget`: :class:`RunBudget`, the per-run cap on calls and prompt size (and :class:`BudgetedLLM`);
+- :mod:`.budget`: :class:`LLMBudget`, the per-run cap on calls and prompt size (and LangSmith child runs);
 - :mod:`.results`: :class:`LLMResult`, :class:`CallRecord`, :class:`Usage`, :class:`LLMError`.
 
 Prompts are loaded with :func:`agents.prompts.load_prompt` (re-exported here).
 """
 from agents.prompts import load_prompt
 
-from .budget import BudgetedLLM, RunBudget
+from .budget import LLMBudget, langsmith_enabled
 from .client import LLMClient
 from .config import ENV_PREFIX, JsonMode, LLMConfig, load_llm_config
 from .results import CallRecord, LLMError, LLMResult, Usage
 from .structured import StructuredMode, StructuredResult, extract_json, forget_endpoint_modes
 
-__all__ = ["BudgetedLLM", "CallRecord", "ENV_PREFIX", "JsonMode", "LLMClient", "LLMConfig", "LLMError",
-           "LLMResult", "RunBudget", "StructuredMode", "StructuredResult", "Usage", "extract_json",
+__all__ = ["CallRecord", "ENV_PREFIX", "JsonMode", "LLMClient", "LLMConfig", "LLMError",
+           "LLMResult", "LLMBudget", "StructuredMode", "StructuredResult", "Usage", "extract_json",
            "forget_endpoint_modes", "load_llm_config", "load_prompt"]

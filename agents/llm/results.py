@@ -27,7 +27,7 @@ class LLMResult(BaseModel):
 
 
 class CallRecord(BaseModel):
-    """One logical chat call as the tracer reads it (:attr:`LLMClient.log`, :attr:`RunBudget.calls`)."""
+    """One logical chat call as the tracer reads it (:attr:`LLMClient.log`, :attr:`LLMBudget.calls`)."""
 
     tag: str | None = None
     model: str | None = None

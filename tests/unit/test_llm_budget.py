@@ -7,7 +7,7 @@ from pydantic import BaseModel
 from support.llama_server import http_error, ok
 
 from agents.llm import LLMClient, LLMConfig
-from graph.budget import LLMBudget
+from agents.llm import LLMBudget
 
 
 class Answer(BaseModel):
@@ -62,3 +62,10 @@ def test_prompt_over_the_input_cap_is_not_sent(faulty_server):
     res = llm.structured([{"role": "user", "content": "fever " * 200}], Answer, tag="big")
     assert res.value is None and "exceeds the input cap" in res.error
     assert not faulty_server.chat_requests()
+
+
+def test_disabled_client_disables_the_budget():
+    from agents.llm import LLMClient, LLMConfig
+
+    run = LLMBudget(LLMClient(LLMConfig()), max_calls=4)
+    assert not run.enabled and run.used == 0
