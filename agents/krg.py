@@ -261,8 +261,4 @@ def _first_words(text: str, n: int = 12) -> str:
     return " ".join(ws[:n]) + (" ..." if len(ws) > n else "")
 
 
-def format_references(refs: list[Reference]) -> str:
-    return "\n".join(r.format() for r in refs)
-
-
-__all__ = ["KRG", "format_references", "content_hash", "shingles", "jaccard", "parse_triple_id"]
+__all__ = ["KRG", "content_hash", "shingles", "jaccard", "parse_triple_id"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import uuid
 from typing import Any
 
 from .config import PipelineConfig
@@ -82,9 +81,5 @@ class ClinicalRAG:
         return result
 
 
-def new_thread_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
 __all__ = ["ClinicalRAG", "Resources", "Runtime", "Context", "InputError", "check_presentation",
-           "normalise_presentation", "MAX_CHARS", "new_thread_id", "sqlite_checkpointer"]
+           "normalise_presentation", "MAX_CHARS", "sqlite_checkpointer"]

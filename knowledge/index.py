@@ -843,14 +843,3 @@ def _concept_license(c: Any) -> str:
 
     lic = sorted({CATALOG[s].license for s in (getattr(c, "sources", None) or ()) if s in CATALOG})
     return "; ".join(lic)
-
-
-_DEFAULT: KnowledgeIndex | None = None
-
-
-def default_index() -> KnowledgeIndex:
-    """A process-wide index at the default location (opened lazily)."""
-    global _DEFAULT
-    if _DEFAULT is None or _DEFAULT.root != paths.build_dir() / "index":
-        _DEFAULT = KnowledgeIndex()
-    return _DEFAULT

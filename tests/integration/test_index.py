@@ -119,7 +119,7 @@ def test_bm25_tokens():
 def test_warm_build_skips_and_rebuild_embeds_nothing(index):
     ix = subset.new_index()
     warm = ix.build(progress=False)
-    assert warm["skipped"] and warm["seconds"] < 15
+    assert warm["skipped"] and warm["embedded"] == 0
     again = ix.build(progress=False, rebuild=True)
     assert not again["skipped"] and again["embedded"] == 0 and again["cached"] > 0
     assert again["version"] == warm["version"]
