@@ -14,11 +14,9 @@ with its own tokenizer and parser and the same medspaCy components are added aft
 from __future__ import annotations
 
 import os
-import re
 import sys
 import types
 from contextlib import contextmanager
-from typing import Any
 
 
 @contextmanager

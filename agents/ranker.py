@@ -361,18 +361,16 @@ def _load_index(kg: Any, cfg: RankerConfig) -> _KGIndex | None:
 
 
 def _save_index(idx: _KGIndex) -> None:
-    import os  # noqa: PLC0415
     import pickle  # noqa: PLC0415
 
     path = _cache_path(idx.kg, idx.cfg)
     if path is None:
         return
+    from knowledge.atomic import writing  # noqa: PLC0415
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        with open(tmp, "wb") as fh:
+        with writing(path) as fh:
             pickle.dump({name: getattr(idx, name) for name in _DERIVED}, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
     except OSError:
         pass                                   # a read-only home: the index is rebuilt next time
 

@@ -489,8 +489,6 @@ def load_chunks(path: Path | str | None = None, roles: Iterable[str] = ("B", "O"
     ``CHUNKER_VERSION``; a second call reads the cache (about a second instead of a full tokenisation)."""
     import gzip  # noqa: PLC0415
     import json  # noqa: PLC0415
-    import os  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
 
     from . import paths, sources  # noqa: PLC0415
 
@@ -513,14 +511,9 @@ def load_chunks(path: Path | str | None = None, roles: Iterable[str] = ("B", "O"
     docs = load_documents(src_path, roles=roles, organisations=orgs)
     chunks = chunk_documents(docs, max_tokens=max_tokens, overlap=overlap)
     if cache:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=".chunks-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=3) as fh:
-                for c in chunks:
-                    fh.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
-            os.replace(tmp, cache_file)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        from .atomic import writing  # noqa: PLC0415
+
+        with writing(cache_file) as raw, gzip.open(raw, "wt", encoding="utf-8", compresslevel=3) as fh:
+            for c in chunks:
+                fh.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
     return chunks

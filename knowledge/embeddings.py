@@ -307,11 +307,11 @@ def export_onnx(out_dir: str | Path, base: str | Path | None = None, quantize: b
 
     from .tokens import default_model_dir  # noqa: PLC0415
 
+    from .atomic import new_tmp_dir, swap_in  # noqa: PLC0415
+
     base = Path(base) if base is not None else default_model_dir()
     out = Path(out_dir)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = new_tmp_dir(out)
     transformer = AutoModel.from_pretrained(str(base)).eval()
 
     class Pooled(torch.nn.Module):
@@ -342,11 +342,7 @@ def export_onnx(out_dir: str | Path, base: str | Path | None = None, quantize: b
     shutil.copy(base / "tokenizer.json", tmp / "tokenizer.json")
     (tmp / "clinicalrag.json").write_text(json.dumps({"base": base.name, "int8": quantize}, indent=2),
                                           encoding="utf-8")
-    try:
-        os.replace(tmp, out)
-    except OSError:            # another process finished first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out / "model.onnx"
+    return swap_in(tmp, out, keep_existing=True) / "model.onnx"
 
 
 class StaticEmbedder:
@@ -404,13 +400,10 @@ def ensure_static_model(out_dir: str | Path | None = None) -> Path:
     tokenizer.backend_tokenizer.no_truncation()
     model = distill_from_model(model=AutoModel.from_pretrained(str(base)), tokenizer=tokenizer, pca_dims=256,
                                device="cpu")
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
-    try:
-        os.replace(tmp, out)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
+    from .atomic import building  # noqa: PLC0415
+
+    with building(out, keep_existing=True) as tmp:
+        model.save_pretrained(str(tmp))
     return out
 
 

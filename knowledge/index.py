@@ -21,18 +21,16 @@ import json
 import logging
 import os
 import pickle
-import re
 import shutil
 import threading
 import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import paths
+from . import atomic, paths
 from .text import bm25_tokens  # noqa: F401  (the index's BM25 tokenizer, re-exported)
 from .embeddings import Embedder, EmbeddingCache, embed_cached, get_embedder
 
@@ -307,8 +305,7 @@ class KnowledgeIndex:
         hook = _hook or (lambda stage: None)
         self.root.parent.mkdir(parents=True, exist_ok=True)
         self._remove_stale_tmp()
-        tmp = self.root.parent / f".{self.root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
+        tmp = atomic.new_tmp_dir(self.root)
         stats: dict[str, Any] = {"embedded": 0, "cached": 0}
         timings: dict[str, float] = {}
         try:
@@ -468,7 +465,7 @@ class KnowledgeIndex:
                         "embedded": stats["embedded"], "cached": stats["cached"]}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
             hook("written")
-            self._swap_in(tmp)
+            atomic.swap_in(tmp, self.root)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -511,20 +508,6 @@ class KnowledgeIndex:
             except PermissionError:
                 continue
             shutil.rmtree(p, ignore_errors=True)
-
-    def _swap_in(self, tmp: Path) -> None:
-        old = None
-        if self.root.exists():
-            old = self.root.parent / f".{self.root.name}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(self.root, old)
-        try:
-            os.replace(tmp, self.root)
-        except BaseException:
-            if old is not None:
-                os.replace(old, self.root)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
 
     # -- open / load --------------------------------------------------------------------------------
     def open(self) -> "KnowledgeIndex":

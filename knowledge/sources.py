@@ -244,16 +244,10 @@ def _record(src: Source, dest: Path, sha: str, origin: str, fetched_at: str | No
     with _manifest_lock():
         data = read_manifest()
         data[src.id] = entry
-        path = manifest_path()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + MANIFEST_NAME + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, indent=1, sort_keys=True)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        from .atomic import writing  # noqa: PLC0415
+
+        with writing(manifest_path(), "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
 
 
 def file_sha256(path: Path) -> str:

@@ -10,7 +10,7 @@ Prompts are loaded with :func:`agents.prompts.load_prompt` (re-exported here).
 """
 from agents.prompts import load_prompt
 
-from .budget import LLMBudget, langsmith_enabled
+from .budget import LLMBudget
 from .client import LLMClient
 from .config import ENV_PREFIX, JsonMode, LLMConfig, load_llm_config
 from .results import CallRecord, LLMError, LLMResult, Usage

@@ -3,10 +3,10 @@ a char-3-gram TF-IDF nearest-neighbour index of the vocabulary aliases, built on
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import time
 from pathlib import Path
+
+from knowledge.atomic import building
 
 from .lexicon import CATEGORY_PRIORITY, Lexicon
 
@@ -38,14 +38,9 @@ class Linker:
         self.build_seconds = 0.0
         if not (cache_dir.is_dir() and LinkerPaths.from_directory(cache_dir).is_locally_cached()):
             t0 = time.perf_counter()
-            # build next to the final folder, then rename: a concurrent start never sees half an index
-            tmp = cache_dir.with_name(f"{cache_dir.name}.tmp-{os.getpid()}")
-            tmp.mkdir(parents=True, exist_ok=True)
-            _build_ann_index(kb, LinkerPaths.from_directory(tmp))
-            try:
-                tmp.rename(cache_dir)
-            except OSError:  # another process finished first
-                shutil.rmtree(tmp, ignore_errors=True)
+            # built next to the final folder, then renamed: a concurrent start never sees half an index
+            with building(cache_dir, keep_existing=True) as tmp:
+                _build_ann_index(kb, LinkerPaths.from_directory(tmp))
             self.build_seconds = time.perf_counter() - t0
         # Loads the cached vectorizer, alias list and index (scispaCy's own loader).
         aliases, vectorizer, index = create_tfidf_ann_index(str(cache_dir), kb, ef_search=ef_search)

@@ -20,12 +20,12 @@ import pickle
 import re
 import shutil
 import threading
-import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..atomic import building
 from .base import Hit
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -115,10 +115,7 @@ class EmbeddedStore:
         return col
 
     def _write(self, collection: str, col: _Collection) -> None:
-        d = self._dir(collection)
-        tmp = self.path / f".{collection}.tmp-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir(parents=True)
-        try:
+        with building(self._dir(collection)) as tmp:
             np.save(tmp / "vectors.npy", np.ascontiguousarray(col.vectors, dtype=np.float32))
             (tmp / "ids.json").write_text(json.dumps(col.ids), encoding="utf-8")
             with open(tmp / "metadata.pkl", "wb") as fh:
@@ -128,16 +125,6 @@ class EmbeddedStore:
                 import faiss  # noqa: PLC0415
 
                 faiss.write_index(col.ann, str(tmp / "hnsw.faiss"))
-            old = None
-            if d.exists():
-                old = self.path / f".{collection}.old-{uuid.uuid4().hex[:8]}"
-                os.replace(d, old)
-            os.replace(tmp, d)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         col.dirty = False
 
     def flush(self) -> None:

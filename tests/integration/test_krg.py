@@ -6,7 +6,6 @@ import html
 import tarfile
 import xml.etree.ElementTree as ET
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 

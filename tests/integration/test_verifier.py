@@ -8,7 +8,6 @@ import json
 import tarfile
 import xml.etree.ElementTree as ET
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
