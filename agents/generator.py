@@ -48,6 +48,11 @@ class _LLMDraft(BaseModel):
     insufficient: bool = False
 
 
+# the extractive composer's likelihood words, by a candidate's score relative to the top candidate's
+LIKELIHOOD_HIGH = 0.75
+LIKELIHOOD_MODERATE = 0.4
+
+
 class Generator:
     def __init__(self, llm=None, differential_k: int = 5, max_input_tokens: int = 4096,
                  count_tokens: Callable[[str], int] | None = None, reserve_output_tokens: int = 768):
@@ -194,7 +199,7 @@ class Generator:
             if not chosen:
                 continue
             rel = c.score / top if top else 0.0
-            lik = "high" if rel >= 0.75 else "moderate" if rel >= 0.4 else "low"
+            lik = "high" if rel >= LIKELIHOOD_HIGH else "moderate" if rel >= LIKELIHOOD_MODERATE else "low"
             parts = []
             for i in chosen:
                 if by_id[i].lead:   # where a quote comes from: a heading line, not a claim

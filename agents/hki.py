@@ -41,6 +41,31 @@ class RetrievalParams:
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee)
 
 
+@dataclass(frozen=True)
+class HKIConfig:
+    """How HKI scores and mixes what it retrieves (the relevance of each evidence item, the text/KG fusion).
+    Retrieval *amounts* (k, thresholds, sources) are per run, in :class:`RetrievalParams`."""
+
+    chunk_scale: float = 0.85          # a chunk's relevance: chunk_scale * score/top score * (1 - rank_decay*rank)
+    chunk_rank_decay: float = 0.03
+    dense_mix: float = 0.5             # ... averaged with its dense cosine when it has one
+    vote_rank_decay: float = 0.05      # a disease page's vote for its disease falls with the page's rank
+    fusion_k: float = 3.0              # KG/text reciprocal-rank fusion: 1/(k + rank_kg) + text_weight/(k + rank_text)
+    text_weight: float = 1.0
+    candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
+    candidate_triples: int = 3         # supporting triples cited per candidate
+    concept_scale: float = 0.95        # a candidate's concept card, relative to its triples
+    entity_triple_scale: float = 0.9   # triples of an entity-matched concept, relative to the match
+    focus_chunk_scale: float = 0.95    # chunks of an entity-matched B/O focus, relative to the match
+    candidate_page_min_score: float = 0.8   # reference pages about each candidate: focus match floor ...
+    candidate_page_scale: float = 0.8       # ... and their relevance relative to the match
+    candidate_pages: int = 2
+    section_weights: tuple[tuple[str, float], ...] = (("symptoms", 3.0), ("exams and tests", 2.0),
+                                                      ("information", 1.5), ("causes", 1.0))
+    section_default: float = 0.5
+    section_overlap_weight: float = 0.3
+
+
 @dataclass
 class HKIResult:
     evidence: list[Evidence]
@@ -122,10 +147,11 @@ def _license_for(src: str) -> str:
 # ---- the agent ----------------------------------------------------------------------------------------------
 
 class HKI:
-    def __init__(self, index, kg, ranker=None):
+    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
+        self.config = config or HKIConfig()
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -145,6 +171,7 @@ class HKI:
         coverage: dict[str, list[str]] = {}
         warnings: list[str] = []
         qterms = terms(presentation + " " + " ".join(expansions or []))
+        cfg = self.config
 
         def add(ev: Evidence | None, must_keep: bool = False) -> str | None:
             if ev is None:
@@ -185,9 +212,9 @@ class HKI:
                         continue
                     top = max(h.score for h in hits) or 1.0
                     for rank, h in enumerate(hits):
-                        rel = 0.85 * (h.score / top) * (1.0 - 0.03 * rank)
+                        rel = cfg.chunk_scale * (h.score / top) * (1.0 - cfg.chunk_rank_decay * rank)
                         if h.dense_score is not None:
-                            rel = max(rel * 0.5 + 0.5 * float(h.dense_score), 0.0)
+                            rel = max(rel * (1 - cfg.dense_mix) + cfg.dense_mix * float(h.dense_score), 0.0)
                         if rel < p.min_chunk_score:
                             continue
                         ev = chunk_evidence(h, rel, query="presentation" if qi == 0 else f"expansion:{q[:60]}")
@@ -196,7 +223,7 @@ class HKI:
                             if did:
                                 ev.concept_ids.append(did)
                                 if rel > text_votes.get(did, (0.0, ""))[0]:
-                                    text_votes[did] = (rel * (1.0 - 0.05 * rank), ev.id)
+                                    text_votes[did] = (rel * (1.0 - cfg.vote_rank_decay * rank), ev.id)
                         add(ev)
         # 3. KG differential ranking with explanation triples, fused with the diseases the reference texts
         #    retrieved for the whole presentation are about (score = KG score / top KG score + beta * text score)
@@ -212,19 +239,19 @@ class HKI:
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
-                rel = 0.6 + 0.4 * (c.score / top if top else 0)
+                rel = cfg.candidate_floor + (1 - cfg.candidate_floor) * (c.score / top if top else 0)
                 keep = rank < p.differential_k
                 if c.concept_id in text_votes and keep:
                     must.append(text_votes[c.concept_id][1])
                 if "G" not in p.sources:
                     continue
-                for tid in c.supporting[:3]:
+                for tid in c.supporting[: cfg.candidate_triples]:
                     t = self._triple(tid)
                     if t is not None:
                         add(triple_evidence(t, rel, query=c.name), must_keep=keep)
                 concept = self.kg.concept(c.concept_id)
                 if concept is not None:
-                    add(concept_evidence(concept, rel * 0.95, query=c.name), must_keep=keep)
+                    add(concept_evidence(concept, rel * cfg.concept_scale, query=c.name), must_keep=keep)
             self._candidate_chunks(candidates[: p.differential_k], qterms, p, add)
         # 4. dynamic integration: the differential's explanation first, then a share for every source, then the
         #    rest by relevance
@@ -264,12 +291,13 @@ class HKI:
         return cache[focus]
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
-              p: RetrievalParams, k: float = 3.0, text_weight: float = 1.0) -> list[Candidate]:
+              p: RetrievalParams) -> list[Candidate]:
         """Reciprocal-rank fusion of the KG ranking with the ranking of diseases whose reference pages the
         whole-presentation search retrieved: score = 1/(k + rank_kg) + w/(k + rank_text). A disease both
         sources agree on rises; one found only by the text search can enter the differential."""
         if not votes:
             return candidates
+        k, text_weight = self.config.fusion_k, self.config.text_weight
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
         fused: list[Candidate] = []
@@ -312,16 +340,16 @@ class HKI:
                                                                         "is_a", "located_in")]
             triples.sort(key=lambda t: -((t.frequency or 0) + (t.weight or 0) / 50.0))
             for t in triples[:6]:
-                ids.append(add(triple_evidence(t, h.score * 0.9, query=ent.text)))
+                ids.append(add(triple_evidence(t, h.score * self.config.entity_triple_scale, query=ent.text)))
         # a finding: the diseases that explain it come from the ranker
         return [i for i in ids if i]
 
     def _bo_hit(self, h, ent: Entity, qterms: set[str], p: RetrievalParams, add) -> list[str]:
         chunks = list(h.knowledge or [])
-        chunks.sort(key=lambda c: -_section_score(c, qterms))
+        chunks.sort(key=lambda c: -_section_score(c, qterms, self.config))
         ids = []
         for c in chunks[: p.chunks_per_focus]:
-            ids.append(add(chunk_evidence(c, h.score * 0.95, query=ent.text)))
+            ids.append(add(chunk_evidence(c, h.score * self.config.focus_chunk_scale, query=ent.text)))
         return [i for i in ids if i]
 
     def _candidate_chunks(self, cands: list[Candidate], qterms: set[str], p: RetrievalParams, add) -> None:
@@ -329,20 +357,22 @@ class HKI:
         roles = tuple(r for r in ("B", "O") if r in p.sources and r in self.entity_roles())
         if not roles or not cands:
             return
-        results = self.index.entity_search_many([c.name for c in cands], k=1, sources=roles, min_score=0.8)
+        cfg = self.config
+        results = self.index.entity_search_many([c.name for c in cands], k=1, sources=roles,
+                                                min_score=cfg.candidate_page_min_score)
         for c, res in zip(cands, results):
             for role, hits in res.items():
                 for h in hits[:1]:
-                    chunks = sorted(h.knowledge or [], key=lambda ch: -_section_score(ch, qterms))
-                    for ch in chunks[:2]:
-                        ev = chunk_evidence(ch, h.score * 0.8, query=c.name)
+                    chunks = sorted(h.knowledge or [], key=lambda ch: -_section_score(ch, qterms, cfg))
+                    for ch in chunks[: cfg.candidate_pages]:
+                        ev = chunk_evidence(ch, h.score * cfg.candidate_page_scale, query=c.name)
                         ev.concept_ids.append(c.concept_id)
                         add(ev)
 
 
-def _section_score(chunk, qterms: set[str]) -> float:
+def _section_score(chunk, qterms: set[str], cfg: HKIConfig) -> float:
     md = _get(chunk, "metadata") or {}
     sec = (md.get("section") or "").lower()
-    base = {"symptoms": 3.0, "exams and tests": 2.0, "information": 1.5, "causes": 1.0}.get(sec, 0.5)
+    base = dict(cfg.section_weights).get(sec, cfg.section_default)
     overlap = len(terms(_get(chunk, "text") or md.get("text", "")) & qterms)
-    return base + 0.3 * overlap
+    return base + cfg.section_overlap_weight * overlap
