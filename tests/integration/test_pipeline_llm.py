@@ -110,3 +110,33 @@ def test_injection_inside_retrieved_documents_changes_nothing(knowledge, tmp_pat
     v = rt.verifier_for(PipelineConfig()).verify(d2, ev2, presentation=CASE)
     assert "B:fake#1" not in (v.cleaned_text or d2.text) or "B:fake#1" in v.fabricated_citations
     assert "ebola" not in " ".join(d.diagnosis.lower() for d in d2.differential)
+
+
+@pytest.mark.llm
+def test_llm_calls_are_child_runs_in_the_trace(knowledge, llama_server, tmp_path, monkeypatch):
+    """LangSmith tracing, against a real LangSmith-compatible collector on 127.0.0.1: one root run for the
+    graph, one run per node, and each LLM call a child run (run_type "llm") of the node that made it."""
+    import langsmith.run_trees as ls_run_trees
+    from support.trace_collector import TraceCollector
+
+    with TraceCollector() as tc:
+        for k, v in tc.env().items():
+            monkeypatch.setenv(k, v)
+        ls_run_trees._CLIENT = None          # a client cached by an earlier run would post elsewhere
+        try:
+            rag = _rag(knowledge, tmp_path, base_url=llama_server.base_url, model=llama_server.model, timeout=120,
+                       max_tokens=256, max_retries=0)
+            r = rag.ask(CASE, PipelineConfig(max_input_tokens=1024), audit=False)
+            tc.flush()
+        finally:
+            ls_run_trees._CLIENT = None
+    roots = [x for x in tc.roots() if x.get("name") == "clinicalrag"]
+    assert len(roots) == 1, tc.tree_text()
+    nodes = {x["name"]: x for x in tc.children(str(roots[0]["id"]))}
+    assert {"intake", "mee", "hki", "generate", "finalize"} <= set(nodes), tc.tree_text()
+    llm_runs = [x for x in tc.runs.values() if x.get("run_type") == "llm"]
+    made = [c for ev in r["trace"] for c in ev.get("llm_calls", [])]
+    assert llm_runs and len(llm_runs) <= len(made), (tc.tree_text(), made)
+    for run in llm_runs:
+        parent = tc.runs[str(run["parent_run_id"])]
+        assert parent["name"] in nodes and run["name"] == f"llm:{parent['name']}", tc.tree_text()
