@@ -117,12 +117,17 @@ def test_llm_calls_are_child_runs_in_the_trace(knowledge, llama_server, tmp_path
     """LangSmith tracing, against a real LangSmith-compatible collector on 127.0.0.1: one root run for the
     graph, one run per node, and each LLM call a child run (run_type "llm") of the node that made it."""
     import langsmith.run_trees as ls_run_trees
+    import langsmith.utils as ls_utils
     from support.trace_collector import TraceCollector
 
     with TraceCollector() as tc:
         for k, v in tc.env().items():
             monkeypatch.setenv(k, v)
-        ls_run_trees._CLIENT = None          # a client cached by an earlier run would post elsewhere
+        # langsmith caches its environment look-ups and its client: an earlier test in this process saw tracing
+        # off (and a client would post elsewhere)
+        ls_utils.get_env_var.cache_clear()
+        ls_utils.get_tracer_project.cache_clear()
+        ls_run_trees._CLIENT = None
         try:
             rag = _rag(knowledge, tmp_path, base_url=llama_server.base_url, model=llama_server.model, timeout=120,
                        max_tokens=256, max_retries=0)
@@ -130,6 +135,8 @@ def test_llm_calls_are_child_runs_in_the_trace(knowledge, llama_server, tmp_path
             tc.flush()
         finally:
             ls_run_trees._CLIENT = None
+            ls_utils.get_env_var.cache_clear()
+            ls_utils.get_tracer_project.cache_clear()
     roots = [x for x in tc.roots() if x.get("name") == "clinicalrag"]
     assert len(roots) == 1, tc.tree_text()
     nodes = {x["name"]: x for x in tc.children(str(roots[0]["id"]))}
