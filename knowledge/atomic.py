@@ -4,12 +4,14 @@
 - :func:`building` — a folder built under a temporary name next to the target and swapped in by rename (the old
   folder is moved aside first and removed after; restored if the swap fails). ``keep_existing=True`` is for caches
   that any process may fill: when the target appeared meanwhile, the new copy is dropped.
+- :func:`file_sha256` — a file's sha256, read in blocks.
 - :func:`new_tmp_dir` / :func:`swap_in` — the two halves of :func:`building`, for long builds that manage their own
   error handling. Work folders are named ``.<name>.tmp-<pid>-<random>``, so a later build can tell a folder left by
   a killed process (its pid is gone) from one still being written.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -77,3 +79,11 @@ def writing(path: Path, mode: str = "wb", encoding: str | None = None) -> Iterat
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -164,6 +164,14 @@ class _QueryCache:
         if len(self._d) > self._size:
             self._d.popitem(last=False)
 
+    def vector(self, text: str, embed) -> np.ndarray:
+        """The cached vector of ``text``, else ``embed([text])[0]`` (then cached)."""
+        hit = self.get(text)
+        if hit is None:
+            hit = embed([text])[0]
+            self.put(text, hit)
+        return hit
+
 
 def models_dir() -> Path:
     """Where derived models (ONNX export, static distillation) are kept: ``build/models``."""
@@ -189,7 +197,9 @@ class OnnxEmbedder:
         self.path = Path(path) if path is not None else ensure_onnx_model()
         if not self.path.is_file():
             raise RuntimeError(f"no ONNX embedding model at {self.path}")
-        digest = _file_digest(self.path)[:10]
+        from .atomic import file_sha256  # noqa: PLC0415
+
+        digest = file_sha256(self.path)[:10]
         self.name = f"onnx:{self.path.parent.name}-{digest}"
         self.max_seq_length = max_seq_length
         tok_file = self.path.parent / "tokenizer.json"
@@ -247,11 +257,7 @@ class OnnxEmbedder:
         return _normalise(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        hit = self._qcache.get(text)
-        if hit is None:
-            hit = self.embed([text])[0]
-            self._qcache.put(text, hit)
-        return hit
+        return self._qcache.vector(text, self.embed)
 
 
 def _spare_core() -> bool:
@@ -265,14 +271,6 @@ def _spare_core() -> bool:
         return os.getloadavg()[0] < cores - 0.5
     except OSError:
         return False
-
-
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 ONNX_MODEL = "minilm-l6-int8-onnx"
@@ -372,11 +370,7 @@ class StaticEmbedder:
         return _normalise(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        hit = self._qcache.get(text)
-        if hit is None:
-            hit = self.embed([text])[0]
-            self._qcache.put(text, hit)
-        return hit
+        return self._qcache.vector(text, self.embed)
 
 
 STATIC_MODEL = "m2v-minilm-pca256"

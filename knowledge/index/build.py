@@ -25,14 +25,6 @@ from .text import _concept_license, _norm_key, chunk_index_text, concept_card, d
 log = logging.getLogger(__name__)
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _source_checksum(source_id: str) -> str:
     """Checksum of a catalog source: ``sources.checksums`` when available, else hashed here."""
     from .. import sources  # noqa: PLC0415
@@ -47,7 +39,7 @@ def _source_checksum(source_id: str) -> str:
     if p.is_dir():
         return "dir:" + hashlib.sha256("".join(sorted(f"{q.name}:{q.stat().st_size}" for q in p.iterdir()))
                                        .encode()).hexdigest()
-    return _sha256_file(p)
+    return atomic.file_sha256(p)
 
 
 def build_index(ix: Any, sources: Sequence[str] = SOURCES, rebuild: bool = False, progress: bool = True,
