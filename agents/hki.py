@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .ranker import demographic_factor
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction
 
@@ -235,7 +236,8 @@ class HKI:
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
         if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
-            candidates = self._fuse(candidates, text_votes, p)
+            candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
+                                    sex=extraction.sex if extraction else None)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -291,7 +293,7 @@ class HKI:
         return cache[focus]
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
-              p: RetrievalParams) -> list[Candidate]:
+              p: RetrievalParams, age: float | None = None, sex: str | None = None) -> list[Candidate]:
         """Reciprocal-rank fusion of the KG ranking with the ranking of diseases whose reference pages the
         whole-presentation search retrieved: score = 1/(k + rank_kg) + w/(k + rank_text). A disease both
         sources agree on rises; one found only by the text search can enter the differential."""
@@ -312,7 +314,10 @@ class HKI:
             concept = self.kg.concept(did)
             if concept is None:
                 continue
-            fused.append(Candidate(concept_id=did, name=concept.name, score=round(text_weight / (k + tr), 4),
+            # a disease found only by the text search gets the ranker's demographic penalty too (a "prostate" page
+            # must not enter a woman's differential on word overlap alone)
+            factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None))
+            fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * text_weight / (k + tr), 4),
                                    explanation=f"its reference pages rank {tr} in the text search for the "
                                                "presentation; no knowledge-graph finding matched"))
         fused.sort(key=lambda c: -c.score)

@@ -396,6 +396,18 @@ _FEMALE_ONLY = re.compile(r"\b(ovar\w*|uter\w*|cervi\w*|vagin\w*|vulv\w*|endomet
 _PEDIATRIC = re.compile(r"\b(neonatal|newborn|infantile|childhood|juvenile|congenital)\b", re.I)
 
 
+def demographic_factor(name: str, age: float | None, sex: str | None, cfg: RankerConfig | None = None) -> float:
+    """A soft penalty for a disease whose name ties it to the other sex (prostate, ovary, pregnancy ...) or, for an
+    adult, to infancy/childhood: ``sex_mismatch`` / ``age_mismatch`` of the ranker's config, else 1."""
+    cfg = cfg or RankerConfig()
+    factor = 1.0
+    if (sex == "male" and _FEMALE_ONLY.search(name)) or (sex == "female" and _MALE_ONLY.search(name)):
+        factor *= cfg.sex_mismatch
+    if age is not None and age >= 18 and _PEDIATRIC.search(name):
+        factor *= cfg.age_mismatch
+    return factor
+
+
 class KGRanker:
     """Rank KG diseases for a set of findings. The per-KG index is built on first use (a few seconds) and cached
     for the life of the KG object; ranking itself takes milliseconds."""
@@ -541,12 +553,7 @@ class KGRanker:
                 m = neg_prof[g].get(d)
                 if m is not None:
                     score *= 1.0 - cfg.negation_mu * m[0]
-            if sex in ("male", "female") or (age is not None and age >= 18):
-                name = idx.names.get(d, d)
-                if (sex == "male" and _FEMALE_ONLY.search(name)) or (sex == "female" and _MALE_ONLY.search(name)):
-                    score *= cfg.sex_mismatch
-                if age is not None and age >= 18 and _PEDIATRIC.search(name):
-                    score *= cfg.age_mismatch
+            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg)
             if score > 0:
                 scored.append((score, d))
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))

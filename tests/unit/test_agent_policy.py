@@ -67,3 +67,15 @@ def test_entity_cap_keeps_demographics_and_the_first_findings():
     assert [e.text for e in capped.entities] == ["45 y", "f0", "f1"] and "5 clinical entities" in note
     same, none = Extraction(entities=ents).capped(5)
     assert none is None and len(same.entities) == 6
+
+
+def test_demographic_penalty_for_sex_and_age_bound_disease_names():
+    from agents.ranker import RankerConfig, demographic_factor
+
+    cfg = RankerConfig()
+    assert demographic_factor("prostate cancer", 25, "female", cfg) == cfg.sex_mismatch
+    assert demographic_factor("ovarian cyst", 60, "male", cfg) == cfg.sex_mismatch
+    assert demographic_factor("prostate cancer", 70, "male", cfg) == 1.0
+    assert demographic_factor("juvenile idiopathic arthritis", 40, None, cfg) == cfg.age_mismatch
+    assert demographic_factor("juvenile idiopathic arthritis", 9, None, cfg) == 1.0
+    assert demographic_factor("cystitis", None, None, cfg) == 1.0
