@@ -13,7 +13,7 @@ import pytest
 
 from agents.llm import LLMClient, LLMConfig, forget_endpoint_modes
 from agents.types import DifferentialItem, Draft, Evidence
-from agents.verifier import Verifier, clean_citations, combine, parse_citations, split_claims
+from agents.verifier import Verifier, clean_citations, parse_citations, split_claims
 
 try:
     import support.llama_server as srv_support
@@ -281,16 +281,6 @@ def test_draft_without_text_uses_differential(verifier, asthma_chunk, wheeze_edg
 
 
 # ------------------------------------------------------------------------------------------------ LLM
-
-
-def test_combine_rules():
-    assert combine("SUPPORTED", 0.8, "SUPPORTED", 0.9) == ("SUPPORTED", pytest.approx(0.89))
-    v, c = combine("SUPPORTED", 0.9, "INSUFFICIENT", 0.8)
-    assert v == "INSUFFICIENT" and c == pytest.approx(0.8 * 0.55)
-    assert combine("SUPPORTED", 0.9, "CONTRADICTED", 0.5)[0] == "INSUFFICIENT"
-    assert combine("SUPPORTED", 0.9, "CONTRADICTED", 0.9)[0] == "CONTRADICTED"
-    v, c = combine("CONTRADICTED", 0.9, "SUPPORTED", 1.0)
-    assert v == "CONTRADICTED" and c == pytest.approx(0.45)
 
 
 def _client(base_url: str, model: str, **kw) -> LLMClient:
