@@ -1,0 +1,1 @@
+"""Diagnosis-benchmark experiments: datasets, systems, runs, metrics and reports (`clinicalrag bench`)."""
