@@ -54,7 +54,8 @@ def llm_summary(events: list[dict[str, Any]], model: str | None) -> dict[str, An
     calls = [c for ev in events for c in ev.get("llm_calls") or []]
     return {"model": model, "calls": len(calls), "prompt_tokens": sum(c.get("prompt_tokens", 0) for c in calls),
             "completion_tokens": sum(c.get("completion_tokens", 0) for c in calls),
-            "errors": sum(c.get("error") is not None for c in calls)}
+            "errors": sum(c.get("error") is not None for c in calls),
+            "cached": sum(bool(c.get("cached")) for c in calls)}
 
 
 def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, Any]], thread_id: str | None,

@@ -88,7 +88,7 @@ class LLMBudget:
         self.calls.append({"tag": tag, "model": res.model, "mode": mode, "prompt_tokens": res.prompt_tokens,
                            "completion_tokens": res.completion_tokens, "latency_s": res.latency_s,
                            "attempts": res.attempts, "finish_reason": res.finish_reason, "error": res.error,
-                           "ts": time.time()})
+                           "cached": bool(getattr(res, "cached", False)), "ts": time.time()})
 
     def structured(self, messages, schema, *, tag=None, **kw):
         from .structured import StructuredResult  # noqa: PLC0415

@@ -47,6 +47,11 @@ class LLMClient:
         self._lock = threading.Lock()
         self._client = None
         self._server_tokenizer: bool | None = None
+        self.cache = None
+        if self.config.cache_path:
+            from .cache import ResponseCache  # noqa: PLC0415
+
+            self.cache = ResponseCache(self.config.cache_path)
 
     # -- plumbing -------------------------------------------------------------------------------
     @property
@@ -127,6 +132,14 @@ class LLMClient:
         if response_format is not None:
             params["response_format"] = response_format
         params.update({k: v for k, v in overrides.items() if v is not None})
+        if self.cache is not None:
+            hit = self.cache.get(params)
+            if hit is not None:
+                res = LLMResult(model=hit["model"] or model, text=hit["text"], prompt_tokens=hit["prompt_tokens"],
+                                completion_tokens=hit["completion_tokens"], finish_reason=hit["finish_reason"],
+                                status_code=200, attempts=0, cached=True)
+                self._record(res, tag, _mode)
+                return res
 
         client = self._openai(timeout)
         res = LLMResult(model=model)
@@ -167,6 +180,8 @@ class LLMClient:
                     res.completion_tokens = count_tokens(res.text)
                 break
         res.latency_s = time.perf_counter() - t0
+        if self.cache is not None and res.error is None:
+            self.cache.put(params, res.model_dump())
         self._record(res, tag, _mode)
         if raise_on_error and res.error:
             raise LLMError(res.error)

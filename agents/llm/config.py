@@ -37,6 +37,7 @@ class LLMConfig(BaseModel):
     max_tokens: int = Field(default=512, ge=1)
     seed: int | None = None
     json_mode: JsonMode = "auto"
+    cache_path: str | None = None      # a SQLite response cache (same request -> stored answer, no call)
 
     @field_validator("base_url", "model", mode="before")
     @classmethod
@@ -66,7 +67,7 @@ class LLMConfig(BaseModel):
 
 
 _ENV_FIELDS = ("base_url", "api_key", "model", "temperature", "timeout", "max_retries", "backoff",
-               "max_tokens", "seed", "json_mode")
+               "max_tokens", "seed", "json_mode", "cache_path")
 _OPENAI_FALLBACK = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "OPENAI_MODEL"}
 
 

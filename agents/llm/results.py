@@ -20,6 +20,7 @@ class LLMResult(BaseModel):
     error: str | None = None
     status_code: int | None = None
     rejected_format: bool = False      # the server refused the requested response_format
+    cached: bool = False               # answered from the response cache (no call made)
 
     @property
     def ok(self) -> bool:
@@ -38,13 +39,14 @@ class CallRecord(BaseModel):
     attempts: int = 0
     finish_reason: str | None = None
     error: str | None = None
+    cached: bool = False
     ts: float = Field(default_factory=time.time)
 
     @classmethod
     def of(cls, res: LLMResult, tag: str | None, mode: str | None) -> "CallRecord":
         return cls(tag=tag, model=res.model, mode=mode, prompt_tokens=res.prompt_tokens,
                    completion_tokens=res.completion_tokens, latency_s=res.latency_s, attempts=res.attempts,
-                   finish_reason=res.finish_reason, error=res.error)
+                   finish_reason=res.finish_reason, error=res.error, cached=res.cached)
 
 
 class Usage(BaseModel):
@@ -54,9 +56,11 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    cached: int = 0
 
     def add(self, res: LLMResult) -> None:
         self.calls += 1
+        self.cached += int(res.cached)
         self.attempts += res.attempts
         self.errors += int(res.error is not None)
         self.prompt_tokens += res.prompt_tokens

@@ -1,0 +1,135 @@
+"""The systems a benchmark compares, named by short specs.
+
+A spec is a base name, then optional modifiers after a colon, comma-separated:
+
+- ``pipeline`` — the full agent graph (with the configured LLM, or deterministic agents without one);
+- ``direct`` — the LLM alone, no retrieval (needs an LLM);
+- ``bm25`` — the plain-text baseline: BM25 over the disease pages, no agents, no LLM;
+- ``ranker`` — the knowledge-graph ranker alone on the extractor's findings (no text retrieval, no LLM);
+  ``ranker:gold-findings`` ranks the finding phrases a case lists (the hand-written cases) instead, to measure the
+  ranker without extraction errors.
+
+Modifiers (pipeline): ``no-mee``, ``no-knl``, ``no-krg``, ``no-verifier`` (the paper's ablations), ``no-llm`` (the
+deterministic pipeline even when an LLM is configured), ``cap=N`` (input length cap, tokens), ``src=G|B|O|GB|...``
+(knowledge sources), and any :class:`graph.config.PipelineConfig` field as ``field=value``
+(``differential_k=10``). Example: ``pipeline:no-mee,cap=2048``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from graph.config import PipelineConfig
+
+BASES = ("pipeline", "direct", "bm25", "ranker")
+_FLAGS = {"no-mee": ("use_mee", False), "no-knl": ("use_knl", False), "no-krg": ("use_krg", False),
+          "no-verifier": ("use_verifier", False)}
+ABLATIONS = ("pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier")
+INPUT_CAPS = ("pipeline:cap=2048", "pipeline:cap=1024")
+SOURCE_SUBSETS = ("pipeline:src=G", "pipeline:src=BO")
+
+
+class SpecError(ValueError):
+    """A system spec that cannot be parsed."""
+
+
+@dataclass(frozen=True)
+class System:
+    spec: str
+    kind: Literal["pipeline", "direct", "bm25", "ranker"]
+    overrides: dict[str, Any] = field(default_factory=dict)
+    use_llm: bool = True           # False: never call the LLM even when one is configured
+    gold_findings: bool = False    # ranker: the case's listed findings instead of the extractor's
+
+    def config(self) -> PipelineConfig:
+        return PipelineConfig(**({"mode": "direct"} if self.kind == "direct" else {}), **self.overrides)
+
+    @property
+    def needs_llm(self) -> bool:
+        return self.kind == "direct"
+
+    def describe(self) -> dict[str, Any]:
+        cfg = self.config() if self.kind in ("pipeline", "direct") else None
+        return {"kind": self.kind, "use_llm": self.use_llm and self.kind in ("pipeline", "direct"),
+                "gold_findings": self.gold_findings, "overrides": self.overrides,
+                "config": cfg.model_dump() if cfg else None, "config_hash": cfg.digest() if cfg else None}
+
+
+def _value(field_name: str, raw: str) -> Any:
+    info = PipelineConfig.model_fields.get(field_name)
+    if info is None:
+        raise SpecError(f"unknown setting {field_name!r}; settings: {', '.join(PipelineConfig.model_fields)}")
+    ann = info.annotation
+    if ann is bool:
+        low = raw.lower()
+        if low not in ("true", "false", "1", "0", "yes", "no"):
+            raise SpecError(f"{field_name} takes true/false, not {raw!r}")
+        return low in ("true", "1", "yes")
+    if ann is int:
+        return int(raw)
+    if ann is float:
+        return float(raw)
+    return raw
+
+
+def parse_system(spec: str) -> System:
+    """The :class:`System` a spec names; :class:`SpecError` with the reason when it names none."""
+    spec = spec.strip()
+    base, _, mods = spec.partition(":")
+    base = base.strip().lower()
+    if base not in BASES:
+        raise SpecError(f"unknown system {base!r} in {spec!r}; systems: {', '.join(BASES)}")
+    overrides: dict[str, Any] = {}
+    use_llm = True
+    gold_findings = False
+    for m in [m.strip() for m in mods.split(",") if m.strip()] if mods else []:
+        if base == "bm25":
+            raise SpecError(f"{spec!r}: the bm25 baseline takes no modifiers")
+        if base == "ranker":
+            if m.lower() != "gold-findings":
+                raise SpecError(f"{spec!r}: the ranker takes one modifier, gold-findings")
+            gold_findings = True
+            continue
+        key, eq, val = m.partition("=")
+        key = key.strip().lower()
+        if not eq:
+            if key in _FLAGS:
+                name, v = _FLAGS[key]
+                overrides[name] = v
+            elif key == "no-llm":
+                use_llm = False
+            else:
+                raise SpecError(f"unknown modifier {m!r} in {spec!r}; flags: {', '.join([*_FLAGS, 'no-llm'])}")
+            continue
+        val = val.strip()
+        try:
+            if key == "cap":
+                overrides["max_input_tokens"] = int(val)
+            elif key == "src":
+                overrides["sources"] = list(val.upper())
+            else:
+                overrides[key] = _value(key, val)
+        except ValueError as exc:
+            raise SpecError(f"{spec!r}: bad value for {key}: {exc}") from exc
+    if base == "direct" and not use_llm:
+        raise SpecError(f"{spec!r}: the direct system is the LLM alone; it cannot run without one")
+    system = System(spec=spec, kind=base, overrides=overrides, use_llm=use_llm,  # type: ignore[arg-type]
+                    gold_findings=gold_findings)
+    if base in ("pipeline", "direct"):
+        try:
+            system.config()
+        except ValidationError as exc:
+            why = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise SpecError(f"{spec!r}: {why}") from exc
+    return system
+
+
+def expand(specs: list[str]) -> list[str]:
+    """Specs with the group names expanded: ``ablations``, ``caps``, ``sources``."""
+    groups = {"ablations": ABLATIONS, "caps": INPUT_CAPS, "sources": SOURCE_SUBSETS}
+    out: list[str] = []
+    for s in specs:
+        out.extend(groups.get(s.strip().lower(), (s.strip(),)))
+    return list(dict.fromkeys(x for x in out if x))

@@ -1,0 +1,60 @@
+"""System specs of the benchmark: what each names, and a clear error for what names nothing."""
+from __future__ import annotations
+
+import pytest
+
+from clinicalrag.bench.systems import SpecError, expand, parse_system
+
+
+@pytest.mark.parametrize(("spec", "kind", "overrides", "use_llm"), [
+    ("pipeline", "pipeline", {}, True),
+    ("direct", "direct", {}, True),
+    ("bm25", "bm25", {}, True),
+    ("pipeline:no-mee", "pipeline", {"use_mee": False}, True),
+    ("pipeline:no-knl,no-krg", "pipeline", {"use_knl": False, "use_krg": False}, True),
+    ("pipeline:cap=1024", "pipeline", {"max_input_tokens": 1024}, True),
+    ("pipeline:src=BO", "pipeline", {"sources": ["B", "O"]}, True),
+    ("pipeline:no-llm,differential_k=10", "pipeline", {"differential_k": 10}, False),
+    ("pipeline:use_verifier=false", "pipeline", {"use_verifier": False}, True),
+])
+def test_specs(spec, kind, overrides, use_llm):
+    s = parse_system(spec)
+    assert (s.kind, s.overrides, s.use_llm) == (kind, overrides, use_llm)
+    if kind in ("pipeline", "direct"):
+        cfg = s.config()
+        assert cfg.mode == ("direct" if kind == "direct" else "pipeline")
+        for k, v in overrides.items():
+            assert getattr(cfg, k) == v
+
+
+def test_ranker_gold_findings():
+    assert parse_system("ranker:gold-findings").gold_findings
+    assert not parse_system("ranker").gold_findings
+
+
+def test_config_hash_differs_per_ablation():
+    hashes = {parse_system(s).describe()["config_hash"] for s in ["pipeline", "pipeline:no-mee", "pipeline:cap=2048"]}
+    assert len(hashes) == 3
+
+
+@pytest.mark.parametrize(("spec", "why"), [
+    ("pipline", "unknown system 'pipline'"),
+    ("pipeline:no-mea", "unknown modifier 'no-mea'"),
+    ("pipeline:cap=lots", "bad value for cap"),
+    ("pipeline:cap=100", "max_input_tokens"),
+    ("pipeline:src=X", "sources"),
+    ("pipeline:colour=blue", "unknown setting 'colour'"),
+    ("pipeline:use_mee=perhaps", "true/false"),
+    ("bm25:no-mee", "takes no modifiers"),
+    ("direct:no-llm", "cannot run without one"),
+    ("ranker:no-mee", "gold-findings"),
+])
+def test_bad_specs(spec, why):
+    with pytest.raises(SpecError, match=why):
+        parse_system(spec)
+
+
+def test_groups_expand_in_order_without_duplicates():
+    assert expand(["pipeline", "ablations", "pipeline:no-mee", "caps"]) == [
+        "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
+        "pipeline:cap=2048", "pipeline:cap=1024"]
