@@ -7,7 +7,7 @@ import importlib
 import logging
 import sys
 
-COMMANDS = ["demo", "data", "kg", "index", "search", "ask", "trace"]
+COMMANDS = ["demo", "data", "kg", "index", "search", "ask", "trace", "bench"]
 
 
 class UserError(Exception):
