@@ -7,6 +7,7 @@ nothing to ranking.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -26,6 +27,7 @@ class DiseasePageBM25:
 
         from knowledge.corpus import load_documents  # noqa: PLC0415
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)
         t0 = time.perf_counter()
         docs = documents if documents is not None else load_documents()
         pages: dict[str, list[str]] = {}

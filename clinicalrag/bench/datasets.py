@@ -235,7 +235,8 @@ def _load_cases() -> list[Case]:
         concepts += [str(d) for d in c.get("acceptable") or [] if str(d) not in concepts]
         cases.append(Case(id=f"cases-{c['id']}", text=" ".join(str(c["presentation"]).split()),
                           label=str(gold["name"]),
-                          meta={"gold_concepts": concepts, "tags": list(c.get("tags") or [])}))
+                          meta={"gold_concepts": concepts, "tags": list(c.get("tags") or []),
+                                "findings": list(c.get("findings") or [])}))
     return cases
 
 
