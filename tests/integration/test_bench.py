@@ -128,3 +128,47 @@ def test_response_cache_answers_a_repeated_request_without_a_call(faulty_server,
     assert (b.text, b.cached) == ("Influenza.", True)
     assert (c.text, c.cached) == ("a second, different answer", False)
     assert len(faulty_server.chat_requests()) == 2
+
+
+def test_ddxplus_refused_when_the_kg_holds_its_generator(tmp_path):
+    """DDXPlus patients were generated from the DDXPlus conditions: with those in the KG the run is refused (or,
+    when forced, flagged in the manifest)."""
+    import networkx as nx
+
+    from knowledge.kg.graph import KnowledgeGraph
+
+    g = nx.MultiDiGraph()
+    g.add_node("DDX:Pneumonia", name="Pneumonia", category="disease", synonyms=[], synonym_scopes=[], xrefs={},
+               sources=["ddxplus-conditions"])
+    kg = KnowledgeGraph(g, version="with-ddxplus")
+    res = Resources(llm_config=LLMConfig(), kg=kg)
+    with pytest.raises(BenchError, match="DDXPlus conditions"):
+        run_bench(BenchSettings(dataset="ddxplus", systems=["bm25"], out=tmp_path / "a", limit=5, progress=False),
+                  resources=res)
+    assert not (tmp_path / "a" / RECORDS_FILE).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.llm
+def test_llm_systems_with_a_real_server_and_the_response_cache(knowledge, llama_server, tmp_path):
+    """direct vs pipeline through llama.cpp (SmolLM2-135M; its answers are poor, the mechanism is what is checked):
+    model and token accounting per case, and a re-run answered from the response cache without a call."""
+    kg, index = knowledge
+    llm = LLMConfig(base_url=llama_server.base_url, model=llama_server.model, timeout=300, max_tokens=256,
+                    max_retries=0)
+    res = Resources(llm_config=llm, kg=kg, index=index)
+    settings = dict(dataset="medqa-mcq", systems=["direct", "pipeline:cap=1024"], limit=2, llm=llm,
+                    cache_path=tmp_path / "cache.sqlite", progress=False)
+    first = run_bench(BenchSettings(out=tmp_path / "one", **settings), resources=res)
+    recs = _records(first)
+    assert len(recs) == 4
+    for r in recs:
+        assert r["model"] == llama_server.model and r["status"] != "error", r
+        assert r["llm"]["calls"] >= 1 and r["llm"]["prompt_tokens"] > 0 and r["llm"]["cached"] == 0
+        assert r["answer"] in "ABCD" and (r["choice"] is None or r["choice"] in "ABCD")
+    assert all(r["llm"]["calls"] <= 4 for r in recs)
+    m = json.loads((first / MANIFEST_FILE).read_text())
+    assert m["llm"]["model"] == llama_server.model and "api_key" in m["llm"]
+    again = _records(run_bench(BenchSettings(out=tmp_path / "two", **settings), resources=res))
+    assert all(r["llm"]["cached"] == r["llm"]["calls"] for r in again), [r["llm"] for r in again]
+    assert [r["predictions"] for r in again] == [r["predictions"] for r in recs]

@@ -5,22 +5,79 @@ The KG is built from the catalogued open sources (the data mirror when present) 
 """
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agents.ranker import KGRanker, RankerConfig
 from agents.types import Candidate, Entity
+from clinicalrag.bench.runner import BenchError, gold_finding_entities
 
-_EVAL_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "ranker_eval.py"
-_spec = importlib.util.spec_from_file_location("ranker_eval_for_tests", _EVAL_PATH)
-ranker_eval = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = ranker_eval
-_spec.loader.exec_module(ranker_eval)
+CASE_FILE = Path(__file__).resolve().parents[1] / "cases" / "clinical_cases.yaml"
+
+
+def load_cases() -> list[dict]:
+    cases = yaml.safe_load(CASE_FILE.read_text(encoding="utf-8"))["cases"]
+    for c in cases:
+        c.setdefault("acceptable", [])
+        c.setdefault("findings", [])
+        for f in c["findings"]:
+            f.setdefault("negated", False)
+    return cases
+
+
+def resolve_phrase(kg, phrase: str):
+    hits = kg.lookup(phrase, categories=["symptom", "phenotype"])
+    return hits[0] if hits else None
+
+
+def accepted_ids(kg, case: dict) -> set[str]:
+    """The gold DOID, its subtypes (``is_a`` descendants) and the listed acceptable ids."""
+    gold = case.get("gold")
+    if not gold:
+        return set()
+    ok, stack = {gold["doid"]}, [gold["doid"]]
+    while stack:
+        for c in kg.children(stack.pop()):
+            if c not in ok:
+                ok.add(c)
+                stack.append(c)
+    return ok | set(case["acceptable"])
+
+
+@dataclass
+class CaseResult:
+    id: str
+    gold: str | None
+    rank: int | None
+    top: list[Candidate] = field(default_factory=list)
+
+
+def evaluate(kg, ranker, cases, k: int = 10) -> list[CaseResult]:
+    """The ranker on each case's listed findings (what ``clinicalrag bench run --dataset cases --systems
+    ranker:gold-findings`` measures), with the rank of the gold disease or an accepted one."""
+    out = []
+    for case in cases:
+        pos, neg = gold_finding_entities(kg, case["findings"])
+        top = ranker.rank(pos, neg, k=k)
+        ok = accepted_ids(kg, case)
+        rank = next((i for i, c in enumerate(top, 1) if c.concept_id in ok), None)
+        out.append(CaseResult(case["id"], (case.get("gold") or {}).get("doid"), rank, top))
+    return out
+
+
+def summary(results: list[CaseResult]) -> dict[str, float]:
+    scored = [r for r in results if r.gold]
+    n = max(1, len(scored))
+    s = {f"top{k}": sum(1 for r in scored if r.rank is not None and r.rank <= k) / n for k in (1, 3, 5, 10)}
+    s["n"] = len(scored)
+    s["mrr"] = sum(1.0 / r.rank for r in scored if r.rank) / n
+    return s
+
 
 # Floors a little below what the default configuration achieves on the case set (see docs/ranker.md); a drop below
 # them means the scoring or the KG regressed.
@@ -46,16 +103,16 @@ def ranker(kg):
 
 @pytest.fixture(scope="module")
 def cases():
-    return ranker_eval.load_cases()
+    return load_cases()
 
 
 @pytest.fixture(scope="module")
 def results(kg, ranker, cases):
-    return ranker_eval.evaluate(kg, ranker, cases, k=10)
+    return evaluate(kg, ranker, cases, k=10)
 
 
 def _ent(kg, phrase: str, negated: bool = False) -> Entity:
-    c = ranker_eval.resolve_phrase(kg, phrase)
+    c = resolve_phrase(kg, phrase)
     assert c is not None, f"{phrase!r} does not resolve in the KG"
     return Entity(text=phrase, category="symptom", concept_id=c.id, concept_name=c.name, negated=negated)
 
@@ -87,20 +144,20 @@ def test_gold_and_acceptable_ids_exist_with_their_names(kg, cases):
 
 def test_every_finding_phrase_resolves(kg, cases):
     missing = [(c["id"], f["text"]) for c in cases for f in c["findings"]
-               if ranker_eval.resolve_phrase(kg, f["text"]) is None]
+               if resolve_phrase(kg, f["text"]) is None]
     assert not missing, f"finding phrases the KG lookup cannot resolve: {missing}"
 
 
 def test_unresolvable_phrase_fails_loudly(kg):
     case = {"id": "bogus", "findings": [{"text": "fever", "negated": False},
                                         {"text": "zzqx not a symptom", "negated": False}]}
-    with pytest.raises(ranker_eval.CaseError, match="zzqx not a symptom"):
-        ranker_eval.case_entities(kg, case)
+    with pytest.raises(BenchError, match="zzqx not a symptom"):
+        gold_finding_entities(kg, case["findings"])
 
 
 # ----------------------------------------------------------------------------------------------- accuracy
 def test_accuracy_on_case_set(results):
-    s = ranker_eval.summary(results)
+    s = summary(results)
     print(f"\nranker on {s['n']} cases: top-1 {s['top1']:.2f} top-3 {s['top3']:.2f} top-5 {s['top5']:.2f} "
           f"top-10 {s['top10']:.2f} MRR {s['mrr']:.3f}")
     for r in results:
@@ -148,7 +205,7 @@ def test_case_negations_lower_scores(kg, ranker, cases):
     at least one (the negations do something)."""
     checked = 0
     for c in cases:
-        pos, neg = ranker_eval.case_entities(kg, c)
+        pos, neg = gold_finding_entities(kg, c["findings"])
         if not neg or not pos:
             continue
         with_neg = {x.concept_id: x.score for x in ranker.rank(pos, neg, k=100_000)}
