@@ -16,7 +16,7 @@ export TOKENIZERS_PARALLELISM ?= false
 SAMPLE_CASE ?= 34-year-old woman with 3 days of fever, dry cough, muscle aches and headache; no rash.
 PYTEST_ARGS ?=
 
-.PHONY: install install-llm data kg index demo test test-unit test-slow test-all bench clean-data clean
+.PHONY: install install-llm data kg index demo test test-unit test-slow test-all bench bench-offline clean-data clean
 
 install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -68,6 +68,27 @@ test-all: install install-llm
 bench: index
 	$(BIN)/python -m benchmarks.bench_knowledge
 	$(BIN)/python -m benchmarks.bench_pipeline
+
+# The offline (no-LLM) diagnosis benchmarks of docs/results.md: every dataset, the pipeline with its ablations and
+# source subsets, the KG ranker alone and the BM25 disease-page baseline. Resumable: run again after an interruption.
+RUNS ?= $(CLINICALRAG_HOME)/runs
+OFFLINE_SYSTEMS := pipeline,ranker,bm25,ablations,sources
+bench-offline: index
+	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset cases \
+	  --systems $(OFFLINE_SYSTEMS),ranker:gold-findings --out $(RUNS)/cases-offline
+	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset medqa-free --systems $(OFFLINE_SYSTEMS) \
+	  --out $(RUNS)/medqa-free-offline
+	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset medqa-mcq --systems $(OFFLINE_SYSTEMS) \
+	  --out $(RUNS)/medqa-mcq-offline
+	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset symptom2disease --systems $(OFFLINE_SYSTEMS) \
+	  --out $(RUNS)/s2d-offline
+	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset ddxplus --systems pipeline,ranker,bm25 \
+	  --out $(RUNS)/ddxplus-offline
+	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset ddxplus --limit 490 \
+	  --systems $(OFFLINE_SYSTEMS) --out $(RUNS)/ddxplus-490-offline
+	$(BIN)/clinicalrag bench report --baseline bm25 --out docs/results $(RUNS)/cases-offline \
+	  $(RUNS)/medqa-free-offline $(RUNS)/medqa-mcq-offline $(RUNS)/s2d-offline $(RUNS)/ddxplus-offline \
+	  $(RUNS)/ddxplus-490-offline
 
 clean-data:
 	rm -rf $(CLINICALRAG_HOME)

@@ -101,6 +101,14 @@ def _group_key(record: Mapping[str, Any]) -> tuple[str, str, str]:
     return str(record.get("dataset", "")), str(record.get("system", "")), str(record.get("model", "none"))
 
 
+def dataset_label(manifest: Mapping[str, Any]) -> str | None:
+    """``"ddxplus (n=490, seed 0)"`` for a run on a sample of a dataset; None for a run on the whole dataset."""
+    ds = manifest.get("dataset") or {}
+    if not ds.get("sampled"):
+        return None
+    return f"{ds.get('name')} (n={ds.get('size')}, seed {ds.get('seed')})"
+
+
 def _combine(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str]]:
     """All records of all runs. When several runs hold the same (dataset, system, model), the later runs' repeats
     are renumbered after the earlier ones so they count as further repeats instead of colliding."""
@@ -108,6 +116,9 @@ def _combine(runs: Sequence[Run]) -> tuple[list[dict[str, Any]], list[str]]:
     combined: list[dict[str, Any]] = []
     notes: list[str] = []
     for run in runs:
+        label = dataset_label(run.manifest)
+        if label:   # a sample of a dataset is its own row: runs on other samples are not repeats of it
+            run.records = [dict(r, dataset=label) for r in run.records]
         repeats: dict[tuple[str, str, str], set[int]] = defaultdict(set)
         for r in run.records:
             repeats[_group_key(r)].add(int(r.get("repeat", 0) or 0))

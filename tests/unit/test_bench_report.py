@@ -64,7 +64,7 @@ def _record_b(system: str, i: int, choice: str | None) -> dict:
 def _manifest(run_id: str, name: str, size: int, model: str, systems: list[str], repeats: int) -> dict:
     return {"run_id": run_id, "created_at": "2026-01-01T00:00:00Z", "finished_at": None,
             "code_version": "0.1.0+abc1234", "command": ["clinicalrag", "bench", "run"],
-            "dataset": {"name": name, "size": size, "sampled": size, "seed": 7},
+            "dataset": {"name": name, "size": size, "sampled": False, "seed": 7},
             "systems": {s: {"kind": s.split(":")[0]} for s in systems}, "llm": {"model": model},
             "repeats": repeats, "seed": 7, "limit": None, "kg_version": None, "index_version": None,
             "machine": {"platform": "Linux", "python": "3.11", "cpu_count": 2, "load_start": [0.5, 0.4, 0.3],
@@ -223,3 +223,11 @@ def test_system_names_and_order():
     assert sorted(names, key=system_sort_key) == [
         "direct", "bm25", "pipeline", "pipeline:no-mee", "pipeline:no-krg", "pipeline:cap=2048",
         "pipeline:cap=1024", "pipeline:src=G"]
+
+
+def test_a_sample_is_its_own_dataset_row():
+    from clinicalrag.bench.report import dataset_label
+
+    assert dataset_label({"dataset": {"name": "ddxplus", "size": 2611, "sampled": False, "seed": 0}}) is None
+    assert dataset_label({"dataset": {"name": "ddxplus", "size": 490, "sampled": True, "seed": 0}}) == \
+        "ddxplus (n=490, seed 0)"
