@@ -84,11 +84,11 @@ bench-offline: index
 	  --out $(RUNS)/s2d-offline
 	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset ddxplus --systems pipeline,ranker,bm25 \
 	  --out $(RUNS)/ddxplus-offline
-	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset ddxplus --limit 490 \
-	  --systems $(OFFLINE_SYSTEMS) --out $(RUNS)/ddxplus-490-offline
+	$(BIN)/clinicalrag bench run --no-llm --quiet --no-report --dataset ddxplus --limit 245 \
+	  --systems $(OFFLINE_SYSTEMS) --out $(RUNS)/ddxplus-245-offline
 	$(BIN)/clinicalrag bench report --baseline bm25 --out docs/results $(RUNS)/cases-offline \
 	  $(RUNS)/medqa-free-offline $(RUNS)/medqa-mcq-offline $(RUNS)/s2d-offline $(RUNS)/ddxplus-offline \
-	  $(RUNS)/ddxplus-490-offline
+	  $(RUNS)/ddxplus-245-offline
 
 clean-data:
 	rm -rf $(CLINICALRAG_HOME)
