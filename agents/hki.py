@@ -29,6 +29,7 @@ class RetrievalParams:
     max_evidence: int = 40
     differential_k: int = 5
     use_entities: bool = True
+    use_pages: bool = True
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
 
@@ -39,7 +40,8 @@ class RetrievalParams:
         max_evidence, differential_k, use_mee)."""
         return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
-                   max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee)
+                   max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
+                   use_pages=getattr(cfg, "use_pages", True))
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class HKIConfig:
     vote_rank_decay: float = 0.05      # a disease page's vote for its disease falls with the page's rank
     fusion_k: float = 3.0              # KG/text reciprocal-rank fusion: 1/(k + rank_kg) + text_weight/(k + rank_text)
     text_weight: float = 1.0
+    page_weight: float = 1.0           # ... + page_weight/(k + rank of the disease's whole reference page, BM25)
+    page_k: int = 20                   # disease pages taken from the page ranking
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
     concept_scale: float = 0.95        # a candidate's concept card, relative to its triples
@@ -148,11 +152,12 @@ def _license_for(src: str) -> str:
 # ---- the agent ----------------------------------------------------------------------------------------------
 
 class HKI:
-    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None):
+    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
         self.config = config or HKIConfig()
+        self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -235,9 +240,12 @@ class HKI:
             candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
+        page_rank: dict[str, int] = {}
+        if self.pages is not None and p.use_pages and self.config.page_weight > 0 and {"B", "O"} & set(p.sources):
+            page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
         if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
             candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
-                                    sex=extraction.sex if extraction else None)
+                                    sex=extraction.sex if extraction else None, page_rank=page_rank)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -293,33 +301,49 @@ class HKI:
         return cache[focus]
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
-              p: RetrievalParams, age: float | None = None, sex: str | None = None) -> list[Candidate]:
-        """Reciprocal-rank fusion of the KG ranking with the ranking of diseases whose reference pages the
-        whole-presentation search retrieved: score = 1/(k + rank_kg) + w/(k + rank_text). A disease both
-        sources agree on rises; one found only by the text search can enter the differential."""
-        if not votes:
+              p: RetrievalParams, age: float | None = None, sex: str | None = None,
+              page_rank: dict[str, int] | None = None) -> list[Candidate]:
+        """Reciprocal-rank fusion of up to three rankings of diseases: the KG ranking, the diseases whose reference
+        chunks the whole-presentation search retrieved, and the diseases whose whole reference page (all answers
+        about them) matches the presentation best (BM25): score = 1/(k + rank_kg) + w_text/(k + rank_text) +
+        w_page/(k + rank_page). A disease the rankings agree on rises; one found only by text can enter."""
+        page_rank = page_rank or {}
+        if not votes and not page_rank:
             return candidates
-        k, text_weight = self.config.fusion_k, self.config.text_weight
+        cfg = self.config
+        k = cfg.fusion_k
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
+
+        def text_part(did: str) -> tuple[float, str]:
+            score, why = 0.0, []
+            tr, pr = text_rank.get(did), page_rank.get(did)
+            if tr:
+                score += cfg.text_weight / (k + tr)
+                why.append(f"its reference chunks rank {tr} in the text search")
+            if pr:
+                score += cfg.page_weight / (k + pr)
+                why.append(f"its reference page ranks {pr} for the whole presentation")
+            return score, "; ".join(why)
+
         fused: list[Candidate] = []
         for c in candidates:
-            tr = text_rank.get(c.concept_id)
-            score = 1.0 / (k + kg_rank[c.concept_id]) + (text_weight / (k + tr) if tr else 0.0)
-            expl = c.explanation + (f"; its reference pages rank {tr} in the text search" if tr else "")
-            fused.append(c.model_copy(update={"score": round(score, 4), "explanation": expl}))
-        for did, tr in text_rank.items():
+            extra, why = text_part(c.concept_id)
+            score = 1.0 / (k + kg_rank[c.concept_id]) + extra
+            fused.append(c.model_copy(update={"score": round(score, 4),
+                                              "explanation": c.explanation + (f"; {why}" if why else "")}))
+        for did in dict.fromkeys([*text_rank, *page_rank]):
             if did in kg_rank:
                 continue
             concept = self.kg.concept(did)
             if concept is None:
                 continue
-            # a disease found only by the text search gets the ranker's demographic penalty too (a "prostate" page
-            # must not enter a woman's differential on word overlap alone)
+            extra, why = text_part(did)
+            # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
+            # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None))
-            fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * text_weight / (k + tr), 4),
-                                   explanation=f"its reference pages rank {tr} in the text search for the "
-                                               "presentation; no knowledge-graph finding matched"))
+            fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * extra, 4),
+                                   explanation=f"{why}; no knowledge-graph finding matched"))
         fused.sort(key=lambda c: -c.score)
         return fused[: max(10, p.differential_k * 2)]
 

@@ -80,7 +80,14 @@ class Resources:
     def hki(self):
         from agents.hki import HKI  # noqa: PLC0415
 
-        return HKI(self.index, self.kg, self.ranker)
+        return HKI(self.index, self.kg, self.ranker, pages=self.pages)
+
+    @cached_property
+    def pages(self):
+        """The disease pages of the index's reference documents (BM25), cached on disk per index and KG version."""
+        from knowledge.disease_pages import DiseasePages  # noqa: PLC0415
+
+        return DiseasePages.for_index(self.index, self.kg)
 
     @cached_property
     def krg(self):
@@ -147,7 +154,7 @@ class Resources:
 
     def warm(self) -> None:
         """Load everything a run needs (KG, index, extractor), so the first answer is not slow."""
-        _ = self.kg, self.index, self.mee, self.ranker, self.hki
+        _ = self.kg, self.index, self.mee, self.ranker, self.pages, self.hki
 
 
 _DEFAULT: Resources | None = None
