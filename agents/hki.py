@@ -84,6 +84,7 @@ class HKIResult:
 
 def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
     from .knl import triple_sentence
+    from .krg import relation_words
 
     src = getattr(t, "source", "") or ""
     extra = getattr(t, "extra", None) or {}
@@ -92,16 +93,19 @@ def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
     return Evidence(
         id=f"G:{t.id}", role="G", kind="triple", text=triple_sentence(t.subject_name, t.relation, t.object_name, meta),
         score=round(float(score), 4), query=query,
-        title=f"{t.subject_name} — {t.relation.replace('_', ' ')} — {t.object_name}", source=_source_name(src),
+        title=f"{t.subject_name} — {relation_words(t.relation)} — {t.object_name}", source=_source_name(src),
         license=getattr(t, "license", None), concept_ids=[t.subject, t.object], meta=meta)
 
 
 def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence | None:
+    """Evidence from a concept's definition, in prose (no ontology relation names, see ``knl.prose_definition``)."""
+    from .knl import prose_definition
+
     if not getattr(c, "definition", None):
         return None
     srcs = getattr(c, "sources", []) or []
-    return Evidence(id=f"G:{c.id}#definition", role="G", kind="concept", text=c.definition, score=round(score, 4),
-                    query=query, title=c.name, source=_source_name(srcs[0] if srcs else "kg"),
+    return Evidence(id=f"G:{c.id}#definition", role="G", kind="concept", text=prose_definition(c.definition),
+                    score=round(score, 4), query=query, title=c.name, source=_source_name(srcs[0] if srcs else "kg"),
                     license=_license_for(srcs[0] if srcs else ""), concept_ids=[c.id],
                     meta={"category": c.category, "focus": c.name})
 
@@ -113,16 +117,20 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def chunk_evidence(hit: Any, score: float, query: str | None = None) -> Evidence:
-    """Evidence from a chunk (an index SearchHit, or a chunk dict {chunk_id, text, metadata})."""
+    """Evidence from a chunk (an index SearchHit, or a chunk dict {chunk_id, text, metadata}). A knowledge-graph
+    card (source G) carries a definition: its relation names are rewritten in prose."""
+    from .knl import prose_definition
+
     md = dict(_get(hit, "metadata") or {})
     cid = _get(hit, "chunk_id") or md.get("chunk_id") or md.get("id")
     role = _get(hit, "role") or md.get("role", "B")
     start, end = md.get("start"), md.get("end")
     span = (int(start), int(end)) if start is not None and end is not None else None
     org = md.get("organisation")
+    text = _get(hit, "text") or md.get("text", "")
     return Evidence(
         id=f"{role}:{cid}", role=role, kind="chunk" if role in ("B", "O") else "concept",
-        text=_get(hit, "text") or md.get("text", ""), score=round(float(score), 4), query=query,
+        text=text if role in ("B", "O") else prose_definition(text), score=round(float(score), 4), query=query,
         title=md.get("title") or md.get("focus"), url=md.get("url"), organisation=org,
         license=md.get("license"), source=f"MedQuAD/{org}" if org and role in ("B", "O") else _source_name("kg"),
         doc_id=md.get("doc_id"), span=span,

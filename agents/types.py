@@ -123,6 +123,22 @@ class DifferentialItem(BaseModel):
     citations: list[str] = Field(default_factory=list)
 
 
+class MustNotMissItem(BaseModel):
+    """A dangerous diagnosis compatible with the findings (the "must not miss" line beside the differential), from
+    the curated rules in ``agents/data/must_not_miss.yaml``. Listed whether or not the differential has it."""
+
+    concept_id: str                      # KG id of the diagnosis (a Disease Ontology id where DO has the disease)
+    name: str                            # as shown ("aortic dissection")
+    reason: str                          # why it must be excluded here (from the most specific rule that fired)
+    triggers: list[str] = Field(default_factory=list)      # the findings as written ("chest pain")
+    trigger_ids: list[str] = Field(default_factory=list)   # their concept ids
+    conditions: list[str] = Field(default_factory=list)    # rule conditions the presentation does not settle
+    citation: str = ""                   # the published source(s) of the rule(s), "; "-joined
+    rules: list[str] = Field(default_factory=list)         # ids of the rules that fired
+    in_differential: bool = False
+    rank: int | None = None              # its rank in the differential, when it is there
+
+
 class Draft(BaseModel):
     """Generator output."""
 

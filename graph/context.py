@@ -1,7 +1,8 @@
 """What a run needs besides its state: shared :class:`Resources` and the per-run :class:`Context`.
 
 - :class:`Resources` (one per process, shared by runs): the knowledge graph, the index, the agents that are
-  expensive to build (MEE, ranker, HKI, KRG, verifiers), the LLM client and the audit log; built lazily.
+  expensive to build (MEE, ranker, HKI, KRG, verifiers, the must-not-miss rules), the LLM client and the audit log;
+  built lazily.
 - :class:`Context` (one per run, LangGraph's ``context_schema``): the run's :class:`PipelineConfig`, whether
   to append an audit record, and the resources (by default the process-wide :func:`default_resources`, from
   ``$CLINICALRAG_HOME`` and ``CLINICALRAG_LLM_*``). LangGraph's server and Studio build it from a JSON object
@@ -94,6 +95,13 @@ class Resources:
         from agents.krg import KRG  # noqa: PLC0415
 
         return KRG()
+
+    @cached_property
+    def must_not_miss(self):
+        """The must-not-miss rules (``agents/data/must_not_miss.yaml``) resolved against the knowledge graph."""
+        from agents.must_not_miss import MustNotMiss  # noqa: PLC0415
+
+        return MustNotMiss.from_kg(self.kg)
 
     @cached_property
     def audit(self):
