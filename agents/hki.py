@@ -144,9 +144,12 @@ _SOURCE_NAMES = {
     "do-facets": "Disease Ontology (facets)", "do-obo-2016": "Disease Ontology (2016 OBO)",
     "do-xrefs": "Disease Ontology (xrefs)", "do-symp": "Symptom Ontology", "hsdn": "Human Symptoms–Disease Network",
     "pharmacotherapydb": "PharmacotherapyDB", "hpo": "Human Phenotype Ontology", "kg": "ClinicalRAG knowledge graph",
-    "ddxplus-conditions": "DDXPlus conditions",
+    "ddxplus-conditions": "DDXPlus conditions", "ncit": "NCI Thesaurus", "mesh-thesaurus": "MeSH",
+    "icd10cm": "ICD-10-CM", "mondo-doid": "Mondo", "kg-abbreviations": "clinical abbreviations (curated)",
 }
-_LICENSES = {"hsdn": "CC-BY-4.0", "hpo": "HPO license", "do-obo-2016": "CC-BY-3.0", "ddxplus-conditions": "CC-BY-4.0"}
+_LICENSES = {"hsdn": "CC-BY-4.0", "hpo": "HPO license", "do-obo-2016": "CC-BY-3.0", "ddxplus-conditions": "CC-BY-4.0",
+             "ncit": "CC-BY-4.0", "mondo-doid": "CC-BY-4.0", "mesh-thesaurus": "NLM MeSH terms (attribution)",
+             "icd10cm": "Public domain", "kg-abbreviations": "Apache-2.0"}
 
 
 def _source_name(src: str) -> str:
