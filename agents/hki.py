@@ -30,6 +30,7 @@ class RetrievalParams:
     differential_k: int = 5
     use_entities: bool = True
     use_pages: bool = True
+    page_weight: float | None = None   # None: HKIConfig.page_weight
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
 
@@ -41,7 +42,7 @@ class RetrievalParams:
         return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
-                   use_pages=getattr(cfg, "use_pages", True))
+                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", None))
 
 
 @dataclass(frozen=True)
@@ -252,11 +253,13 @@ class HKI:
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
         page_rank: dict[str, int] = {}
-        if self.pages is not None and p.use_pages and self.config.page_weight > 0 and {"B", "O"} & set(p.sources):
+        page_weight = self.config.page_weight if p.page_weight is None else p.page_weight
+        if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
             page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
         if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
             candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
-                                    sex=extraction.sex if extraction else None, page_rank=page_rank)
+                                    sex=extraction.sex if extraction else None, page_rank=page_rank,
+                                    page_weight=page_weight)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -313,7 +316,7 @@ class HKI:
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
               p: RetrievalParams, age: float | None = None, sex: str | None = None,
-              page_rank: dict[str, int] | None = None) -> list[Candidate]:
+              page_rank: dict[str, int] | None = None, page_weight: float | None = None) -> list[Candidate]:
         """Reciprocal-rank fusion of up to three rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, and the diseases whose whole reference page (all answers
         about them) matches the presentation best (BM25): score = 1/(k + rank_kg) + w_text/(k + rank_text) +
@@ -323,6 +326,7 @@ class HKI:
             return candidates
         cfg = self.config
         k = cfg.fusion_k
+        w_page = cfg.page_weight if page_weight is None else page_weight
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
 
@@ -333,7 +337,7 @@ class HKI:
                 score += cfg.text_weight / (k + tr)
                 why.append(f"its reference chunks rank {tr} in the text search")
             if pr:
-                score += cfg.page_weight / (k + pr)
+                score += w_page / (k + pr)
                 why.append(f"its reference page ranks {pr} for the whole presentation")
             return score, "; ".join(why)
 
