@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ranker import demographic_factor
+from .ranker import demographic_factor, ranking_findings
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction
 
@@ -202,7 +202,6 @@ class HKI:
             return ev.id
 
         positives: list[Entity] = extraction.positive() if (extraction and p.use_entities) else []
-        negated: list[Entity] = extraction.negated() if (extraction and p.use_entities) else []
 
         # 1. entity-keyed retrieval per source (Eq. 2, 3)
         keys = [e.concept_name or e.text for e in positives]
@@ -247,8 +246,8 @@ class HKI:
         #    retrieved for the whole presentation are about (score = KG score / top KG score + beta * text score)
         candidates: list[Candidate] = []
         if self.ranker is not None and "G" in p.sources and positives:
-            findings = [e for e in positives if e.concept_id and e.category in ("symptom", "test", "anatomy")]
-            negs = [e for e in negated if e.concept_id]
+            # past-history entities are context (retrieved above), not findings of the present illness
+            findings, negs = ranking_findings(extraction)
             candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)

@@ -72,10 +72,12 @@ from collections import defaultdict
 from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable
 
-from agents.types import Candidate, Entity
+from agents.types import Candidate, Entity, Extraction
 
 FINDING_RELATIONS = ("has_symptom", "has_phenotype")
 FINDING_CATEGORIES = ("symptom", "phenotype")
+# Entity categories (agents.types.Category) that are findings for the ranker
+FINDING_ENTITY_CATEGORIES = ("symptom", "test", "anatomy")
 
 # (strength, triple id, label, how)
 EdgeInfo = tuple[float, str, str, str]
@@ -388,6 +390,19 @@ def _index_for(kg: Any, cfg: RankerConfig) -> _KGIndex:
                 _save_index(idx)
             per[cfg.index_key()] = idx
         return idx
+
+
+def ranking_findings(extraction: Extraction) -> tuple[list[Entity], list[Entity]]:
+    """(positive, negated) entities of an extraction for :meth:`KGRanker.rank`.
+
+    Positive: linked findings (symptoms, signs, test results) of the present illness, i.e. not negated, not a
+    relative's, not hypothetical and not past history: "History: heart failure" is context, not a finding that
+    would make heart failure a candidate "named in the presentation". Negated: linked entities said to be absent.
+    """
+    pos = [e for e in extraction.entities
+           if e.current and e.concept_id and e.category in FINDING_ENTITY_CATEGORIES]
+    neg = [e for e in extraction.entities if e.negated and e.concept_id]
+    return pos, neg
 
 
 _MALE_ONLY = re.compile(r"\b(prostat\w*|testi\w*|scrot\w*|penile|penis|epididym\w*|seminal)\b", re.I)

@@ -29,7 +29,16 @@ class Entity(BaseModel):
 
     @property
     def positive(self) -> bool:
+        """Said of the patient and not denied: not negated, not a relative's, not hypothetical (past history
+        included: it is context for retrieval)."""
         return not (self.negated or self.family or self.hypothetical)
+
+    @property
+    def current(self) -> bool:
+        """A positive mention that belongs to the present illness, i.e. not past history. Only these are findings
+        for the differential: a disease the patient had (or has) as history is not what the presentation is
+        about."""
+        return self.positive and not self.historical
 
 
 class Duration(BaseModel):
@@ -47,7 +56,12 @@ class Extraction(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
     def positive(self) -> list[Entity]:
+        """Positive clinical entities, past history included (see :attr:`Entity.positive`)."""
         return [e for e in self.entities if e.positive and e.category != "demographic"]
+
+    def current(self) -> list[Entity]:
+        """Positive clinical entities of the present illness (past history left out)."""
+        return [e for e in self.entities if e.current and e.category != "demographic"]
 
     def negated(self) -> list[Entity]:
         return [e for e in self.entities if e.negated]

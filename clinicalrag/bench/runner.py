@@ -178,10 +178,10 @@ class CaseRunner:
                                  "cases dataset)")
             pos, neg = gold_finding_entities(res.kg, case.meta["findings"])
         else:
+            from agents.ranker import ranking_findings  # noqa: PLC0415
+
             ex = res.mee.extract(case.text)
-            pos = [e for e in ex.entities if e.concept_id and not e.negated
-                   and e.category in ("symptom", "test", "anatomy")]
-            neg = [e for e in ex.entities if e.concept_id and e.negated]
+            pos, neg = ranking_findings(ex)
             age, sex = ex.age_years, ex.sex
         return res.ranker.rank(pos, neg, k=50, age=age, sex=sex)
 
