@@ -30,7 +30,7 @@ class RetrievalParams:
     differential_k: int = 5
     use_entities: bool = True
     use_pages: bool = True
-    page_weight: float | None = None   # None: HKIConfig.page_weight
+    page_weight: float = 1.0           # the disease-page ranking's weight in the rank fusion (KG ranking = 1)
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
 
@@ -42,7 +42,7 @@ class RetrievalParams:
         return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
-                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", None))
+                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0))
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,7 @@ class HKIConfig:
     dense_mix: float = 0.5             # ... averaged with its dense cosine when it has one
     vote_rank_decay: float = 0.05      # a disease page's vote for its disease falls with the page's rank
     fusion_k: float = 3.0              # KG/text reciprocal-rank fusion: 1/(k + rank_kg) + text_weight/(k + rank_text)
-    text_weight: float = 1.0
-    page_weight: float = 1.0           # ... + page_weight/(k + rank of the disease's whole reference page, BM25)
+    text_weight: float = 1.0           # ... + w_page/(k + rank of the disease's whole reference page), w_page per run
     page_k: int = 20                   # disease pages taken from the page ranking
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
@@ -252,7 +251,7 @@ class HKI:
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
         page_rank: dict[str, int] = {}
-        page_weight = self.config.page_weight if p.page_weight is None else p.page_weight
+        page_weight = p.page_weight
         if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
             page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
         if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
@@ -315,7 +314,7 @@ class HKI:
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
               p: RetrievalParams, age: float | None = None, sex: str | None = None,
-              page_rank: dict[str, int] | None = None, page_weight: float | None = None) -> list[Candidate]:
+              page_rank: dict[str, int] | None = None, page_weight: float = 1.0) -> list[Candidate]:
         """Reciprocal-rank fusion of up to three rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, and the diseases whose whole reference page (all answers
         about them) matches the presentation best (BM25): score = 1/(k + rank_kg) + w_text/(k + rank_text) +
@@ -325,7 +324,7 @@ class HKI:
             return candidates
         cfg = self.config
         k = cfg.fusion_k
-        w_page = cfg.page_weight if page_weight is None else page_weight
+        w_page = page_weight
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
 
