@@ -43,9 +43,9 @@ prevalence, which the KG lacks: the 117 diseases of the HSDN literature network 
 drug indications for are common ones; a DO curated symptom profile is a weaker hint (DO curates rare diseases too);
 the rest are mostly rare OMIM/Orphanet entries.
 
-The defaults were chosen on the hand-written case set (``tests/cases/clinical_cases.yaml``, see
-``benchmarks/ranker_eval.py``); the accuracy surface over ``length_beta`` x ``common_prior`` x ``coverage_gamma`` x
-``curated_prior`` is flat (MRR 0.45-0.49), i.e. the remaining misses are missing KG annotations, not weights.
+The defaults were chosen on the hand-written case set (``tests/cases/clinical_cases.yaml``, measured with
+``clinicalrag bench run --dataset cases --systems ranker:gold-findings``); the accuracy surface over
+``length_beta`` x ``common_prior`` x ``coverage_gamma`` x ``curated_prior`` is flat (MRR 0.45-0.49), i.e. the remaining misses are missing KG annotations, not weights.
 
 **Parent propagation.** A disease whose subtree is small (at most ``propagate_max_descendants`` descendants: a
 clinical entity such as "pneumonia" or "psoriasis", not a category such as "lung disease") receives its ``is_a``
