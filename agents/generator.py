@@ -13,7 +13,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, Field
 
-from .textutil import fence, sentences, terms
+from .textutil import fence, is_question, sentences, terms
 from .types import Candidate, DifferentialItem, Draft, Evidence, Extraction, Sentence
 
 INSUFFICIENT = "Insufficient evidence — escalate to clinician."
@@ -71,6 +71,8 @@ class Generator:
         room = self.max_input_tokens - self.reserve - fixed_tokens - self.count(presentation)
         kept = []
         for s in sentences_:
+            if not s.text.strip():   # a passage with nothing to quote (only question headings)
+                continue
             n = self.count(s.full) + 12  # id + fence overhead
             if n > room:
                 continue
@@ -195,7 +197,9 @@ class Generator:
                          and (c.concept_id in ev_by_id[s.evidence_id].concept_ids
                               or name_terms and name_terms <= terms(ev_by_id[s.evidence_id].meta.get("focus", "")))]
             definition = [s.evidence_id for s in kept if s.evidence_id == f"G:{c.concept_id}#definition"]
-            chosen = support + definition[:1] + chunk_ids[:1]
+            quotes = {i: _cite_each(by_id[i].text, cite([i], {i: by_id[i].span}))
+                      for i in support + definition[:1] + chunk_ids[:1]}
+            chosen = [i for i, q in quotes.items() if q]
             if not chosen:
                 continue
             rel = c.score / top if top else 0.0
@@ -204,7 +208,7 @@ class Generator:
             for i in chosen:
                 if by_id[i].lead:   # where a quote comes from: a heading line, not a claim
                     parts.append(f"##### {by_id[i].lead}")
-                parts.append(_cite_each(by_id[i].text, cite([i], {i: by_id[i].span})))
+                parts.append(quotes[i])
             items.append(DifferentialItem(rank=len(items) + 1, diagnosis=c.name, concept_id=c.concept_id,
                                           likelihood=lik, rationale=" ".join(p for p in parts if not p.startswith("#")),
                                           citations=chosen))
@@ -216,7 +220,9 @@ class Generator:
             lines = ["No diagnosis could be ranked from the knowledge graph for these findings.",
                      "Most relevant reference passages:"]
             for s in [s for s in kept if ev_by_id[s.evidence_id].kind == "chunk"][:3]:
-                lines.append(f"- {_cite_each(s.text, cite([s.evidence_id], {s.evidence_id: s.span}))}")
+                quote = _cite_each(s.text, cite([s.evidence_id], {s.evidence_id: s.span}))
+                if quote:
+                    lines.append(f"- {quote}")
             return Draft(text="\n".join(lines + [INSUFFICIENT]), insufficient=True, origin="extractive")
         steps = self._next_steps(items, kept, ev_by_id)
         if steps:
@@ -255,11 +261,12 @@ def _eid(triple_id: str) -> str:
 
 
 def _cite_each(text: str, citation: str) -> str:
-    """Put the citation after every sentence of ``text`` (each sentence is a claim the verifier checks)."""
+    """Put the citation after every sentence of ``text`` (each sentence is a claim the verifier checks). A question
+    (a reference page's heading, "What are the symptoms of X?") is left out: it asserts nothing."""
     if not citation:
         return text
     spans = sentences(text) or [(0, len(text))]
-    return " ".join(f"{text[a:b]} {citation}" for a, b in spans)
+    return " ".join(f"{text[a:b]} {citation}" for a, b in spans if not is_question(text[a:b]))
 
 
 def _match_candidate(name: str, candidates: list[Candidate]) -> str | None:

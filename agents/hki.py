@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ranker import demographic_factor
+from .ranker import demographic_factor, ranking_findings
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction
 
@@ -29,6 +29,8 @@ class RetrievalParams:
     max_evidence: int = 40
     differential_k: int = 5
     use_entities: bool = True
+    use_pages: bool = True
+    page_weight: float = 1.0           # the disease-page ranking's weight in the rank fusion (KG ranking = 1)
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
 
@@ -39,7 +41,8 @@ class RetrievalParams:
         max_evidence, differential_k, use_mee)."""
         return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
-                   max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee)
+                   max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
+                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0))
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,8 @@ class HKIConfig:
     dense_mix: float = 0.5             # ... averaged with its dense cosine when it has one
     vote_rank_decay: float = 0.05      # a disease page's vote for its disease falls with the page's rank
     fusion_k: float = 3.0              # KG/text reciprocal-rank fusion: 1/(k + rank_kg) + text_weight/(k + rank_text)
-    text_weight: float = 1.0
+    text_weight: float = 1.0           # ... + w_page/(k + rank of the disease's whole reference page), w_page per run
+    page_k: int = 20                   # disease pages taken from the page ranking
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
     concept_scale: float = 0.95        # a candidate's concept card, relative to its triples
@@ -80,6 +84,7 @@ class HKIResult:
 
 def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
     from .knl import triple_sentence
+    from .krg import relation_words
 
     src = getattr(t, "source", "") or ""
     extra = getattr(t, "extra", None) or {}
@@ -88,16 +93,19 @@ def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
     return Evidence(
         id=f"G:{t.id}", role="G", kind="triple", text=triple_sentence(t.subject_name, t.relation, t.object_name, meta),
         score=round(float(score), 4), query=query,
-        title=f"{t.subject_name} — {t.relation.replace('_', ' ')} — {t.object_name}", source=_source_name(src),
+        title=f"{t.subject_name} — {relation_words(t.relation)} — {t.object_name}", source=_source_name(src),
         license=getattr(t, "license", None), concept_ids=[t.subject, t.object], meta=meta)
 
 
 def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence | None:
+    """Evidence from a concept's definition, in prose (no ontology relation names, see ``knl.prose_definition``)."""
+    from .knl import prose_definition
+
     if not getattr(c, "definition", None):
         return None
     srcs = getattr(c, "sources", []) or []
-    return Evidence(id=f"G:{c.id}#definition", role="G", kind="concept", text=c.definition, score=round(score, 4),
-                    query=query, title=c.name, source=_source_name(srcs[0] if srcs else "kg"),
+    return Evidence(id=f"G:{c.id}#definition", role="G", kind="concept", text=prose_definition(c.definition),
+                    score=round(score, 4), query=query, title=c.name, source=_source_name(srcs[0] if srcs else "kg"),
                     license=_license_for(srcs[0] if srcs else ""), concept_ids=[c.id],
                     meta={"category": c.category, "focus": c.name})
 
@@ -109,16 +117,20 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def chunk_evidence(hit: Any, score: float, query: str | None = None) -> Evidence:
-    """Evidence from a chunk (an index SearchHit, or a chunk dict {chunk_id, text, metadata})."""
+    """Evidence from a chunk (an index SearchHit, or a chunk dict {chunk_id, text, metadata}). A knowledge-graph
+    card (source G) carries a definition: its relation names are rewritten in prose."""
+    from .knl import prose_definition
+
     md = dict(_get(hit, "metadata") or {})
     cid = _get(hit, "chunk_id") or md.get("chunk_id") or md.get("id")
     role = _get(hit, "role") or md.get("role", "B")
     start, end = md.get("start"), md.get("end")
     span = (int(start), int(end)) if start is not None and end is not None else None
     org = md.get("organisation")
+    text = _get(hit, "text") or md.get("text", "")
     return Evidence(
         id=f"{role}:{cid}", role=role, kind="chunk" if role in ("B", "O") else "concept",
-        text=_get(hit, "text") or md.get("text", ""), score=round(float(score), 4), query=query,
+        text=text if role in ("B", "O") else prose_definition(text), score=round(float(score), 4), query=query,
         title=md.get("title") or md.get("focus"), url=md.get("url"), organisation=org,
         license=md.get("license"), source=f"MedQuAD/{org}" if org and role in ("B", "O") else _source_name("kg"),
         doc_id=md.get("doc_id"), span=span,
@@ -132,9 +144,12 @@ _SOURCE_NAMES = {
     "do-facets": "Disease Ontology (facets)", "do-obo-2016": "Disease Ontology (2016 OBO)",
     "do-xrefs": "Disease Ontology (xrefs)", "do-symp": "Symptom Ontology", "hsdn": "Human Symptoms–Disease Network",
     "pharmacotherapydb": "PharmacotherapyDB", "hpo": "Human Phenotype Ontology", "kg": "ClinicalRAG knowledge graph",
-    "ddxplus-conditions": "DDXPlus conditions",
+    "ddxplus-conditions": "DDXPlus conditions", "ncit": "NCI Thesaurus", "mesh-thesaurus": "MeSH",
+    "icd10cm": "ICD-10-CM", "mondo-doid": "Mondo", "kg-abbreviations": "clinical abbreviations (curated)",
 }
-_LICENSES = {"hsdn": "CC-BY-4.0", "hpo": "HPO license", "do-obo-2016": "CC-BY-3.0", "ddxplus-conditions": "CC-BY-4.0"}
+_LICENSES = {"hsdn": "CC-BY-4.0", "hpo": "HPO license", "do-obo-2016": "CC-BY-3.0", "ddxplus-conditions": "CC-BY-4.0",
+             "ncit": "CC-BY-4.0", "mondo-doid": "CC-BY-4.0", "mesh-thesaurus": "NLM MeSH terms (attribution)",
+             "icd10cm": "Public domain", "kg-abbreviations": "Apache-2.0"}
 
 
 def _source_name(src: str) -> str:
@@ -148,11 +163,12 @@ def _license_for(src: str) -> str:
 # ---- the agent ----------------------------------------------------------------------------------------------
 
 class HKI:
-    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None):
+    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
         self.config = config or HKIConfig()
+        self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -185,7 +201,6 @@ class HKI:
             return ev.id
 
         positives: list[Entity] = extraction.positive() if (extraction and p.use_entities) else []
-        negated: list[Entity] = extraction.negated() if (extraction and p.use_entities) else []
 
         # 1. entity-keyed retrieval per source (Eq. 2, 3)
         keys = [e.concept_name or e.text for e in positives]
@@ -230,14 +245,19 @@ class HKI:
         #    retrieved for the whole presentation are about (score = KG score / top KG score + beta * text score)
         candidates: list[Candidate] = []
         if self.ranker is not None and "G" in p.sources and positives:
-            findings = [e for e in positives if e.concept_id and e.category in ("symptom", "test", "anatomy")]
-            negs = [e for e in negated if e.concept_id]
+            # past-history entities are context (retrieved above), not findings of the present illness
+            findings, negs = ranking_findings(extraction)
             candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
+        page_rank: dict[str, int] = {}
+        page_weight = p.page_weight
+        if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
+            page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
         if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
             candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
-                                    sex=extraction.sex if extraction else None)
+                                    sex=extraction.sex if extraction else None, page_rank=page_rank,
+                                    page_weight=page_weight)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -293,33 +313,50 @@ class HKI:
         return cache[focus]
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
-              p: RetrievalParams, age: float | None = None, sex: str | None = None) -> list[Candidate]:
-        """Reciprocal-rank fusion of the KG ranking with the ranking of diseases whose reference pages the
-        whole-presentation search retrieved: score = 1/(k + rank_kg) + w/(k + rank_text). A disease both
-        sources agree on rises; one found only by the text search can enter the differential."""
-        if not votes:
+              p: RetrievalParams, age: float | None = None, sex: str | None = None,
+              page_rank: dict[str, int] | None = None, page_weight: float = 1.0) -> list[Candidate]:
+        """Reciprocal-rank fusion of up to three rankings of diseases: the KG ranking, the diseases whose reference
+        chunks the whole-presentation search retrieved, and the diseases whose whole reference page (all answers
+        about them) matches the presentation best (BM25): score = 1/(k + rank_kg) + w_text/(k + rank_text) +
+        w_page/(k + rank_page). A disease the rankings agree on rises; one found only by text can enter."""
+        page_rank = page_rank or {}
+        if not votes and not page_rank:
             return candidates
-        k, text_weight = self.config.fusion_k, self.config.text_weight
+        cfg = self.config
+        k = cfg.fusion_k
+        w_page = page_weight
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
+
+        def text_part(did: str) -> tuple[float, str]:
+            score, why = 0.0, []
+            tr, pr = text_rank.get(did), page_rank.get(did)
+            if tr:
+                score += cfg.text_weight / (k + tr)
+                why.append(f"its reference chunks rank {tr} in the text search")
+            if pr:
+                score += w_page / (k + pr)
+                why.append(f"its reference page ranks {pr} for the whole presentation")
+            return score, "; ".join(why)
+
         fused: list[Candidate] = []
         for c in candidates:
-            tr = text_rank.get(c.concept_id)
-            score = 1.0 / (k + kg_rank[c.concept_id]) + (text_weight / (k + tr) if tr else 0.0)
-            expl = c.explanation + (f"; its reference pages rank {tr} in the text search" if tr else "")
-            fused.append(c.model_copy(update={"score": round(score, 4), "explanation": expl}))
-        for did, tr in text_rank.items():
+            extra, why = text_part(c.concept_id)
+            score = 1.0 / (k + kg_rank[c.concept_id]) + extra
+            fused.append(c.model_copy(update={"score": round(score, 4),
+                                              "explanation": c.explanation + (f"; {why}" if why else "")}))
+        for did in dict.fromkeys([*text_rank, *page_rank]):
             if did in kg_rank:
                 continue
             concept = self.kg.concept(did)
             if concept is None:
                 continue
-            # a disease found only by the text search gets the ranker's demographic penalty too (a "prostate" page
-            # must not enter a woman's differential on word overlap alone)
+            extra, why = text_part(did)
+            # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
+            # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None))
-            fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * text_weight / (k + tr), 4),
-                                   explanation=f"its reference pages rank {tr} in the text search for the "
-                                               "presentation; no knowledge-graph finding matched"))
+            fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * extra, 4),
+                                   explanation=f"{why}; no knowledge-graph finding matched"))
         fused.sort(key=lambda c: -c.score)
         return fused[: max(10, p.differential_k * 2)]
 

@@ -101,10 +101,10 @@ class KRG:
 
     @staticmethod
     def _triple_phrase(ev: Evidence, subject_name: str) -> str:
-        """The predicate part of a triple: "has symptom wheezing"."""
+        """The predicate part of a triple: "has symptom wheezing", "is equivalent to excessive tearing"."""
         meta = ev.meta or {}
         t = parse_triple_id(ev.id)
-        rel = (meta.get("relation") or (t[1] if t else "")).replace("_", " ")
+        rel = relation_words(meta.get("relation") or (t[1] if t else ""))
         obj = meta.get("object_name") or meta.get("tail_name")
         if obj:
             return f"{rel} {obj}".strip()
@@ -248,6 +248,14 @@ class KRG:
                          span=span, score=score)
 
 
+def relation_words(relation: str) -> str:
+    """A knowledge-graph relation as the graph's own verb phrase ("xref" -> "is equivalent to", "has_symptom" ->
+    "has symptom"), never the relation's name."""
+    from knowledge.kg.build import RELATIONS  # noqa: PLC0415
+
+    return RELATIONS[relation][0] if relation in RELATIONS else relation.replace("_", " ")
+
+
 def _first(members: list[Evidence], attr: str):
     for m in members:
         v = getattr(m, attr)
@@ -261,4 +269,4 @@ def _first_words(text: str, n: int = 12) -> str:
     return " ".join(ws[:n]) + (" ..." if len(ws) > n else "")
 
 
-__all__ = ["KRG", "content_hash", "shingles", "jaccard", "parse_triple_id"]
+__all__ = ["KRG", "content_hash", "shingles", "jaccard", "parse_triple_id", "relation_words"]

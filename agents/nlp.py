@@ -98,13 +98,25 @@ EXTRA_CONTEXT_RULES: list[tuple[str, str]] = [
     ("if", "HYPOTHETICAL"),
 ]
 
-# Section headers frequent in short clinical presentations (added to medspaCy's default section rules).
+# Section headers frequent in short clinical presentations (added to medspaCy's default section rules, which
+# already hold "History:", "Past medical history:", "PMH:", "Family history:", "Social history:", ...). Past-history
+# sections flag their entities as historical (agents.mee.sections bounds how far a header reaches).
 EXTRA_SECTION_RULES: list[tuple[str, str]] = [
     ("CC:", "chief_complaint"),
     ("HPI:", "history_of_present_illness"),
     ("PMH:", "past_medical_history"),
     ("PMHx:", "past_medical_history"),
     ("Past history:", "past_medical_history"),
+    ("Medical history:", "past_medical_history"),
+    ("Past medical and surgical history:", "past_medical_history"),
+    ("Previous history:", "past_medical_history"),
+    ("Prior history:", "past_medical_history"),
+    ("Medical background:", "past_medical_history"),
+    ("Comorbidities:", "past_medical_history"),
+    ("Risk factors:", "past_medical_history"),
+    ("Hx:", "past_medical_history"),
+    ("PSH:", "past_medical_history"),
+    ("PSHx:", "past_medical_history"),
     ("FH:", "family_history"),
     ("FHx:", "family_history"),
     ("Family history:", "family_history"),
@@ -175,7 +187,22 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
     ])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
+    _headers_need_colon_or_line_start(sectionizer)
     return nlp
+
+
+def _headers_need_colon_or_line_start(sectionizer) -> None:
+    """A few default section rules have no colon ("Allergies", "Vital Signs", "PAST HISTORY"); in running prose
+    ("no known allergies", "vital signs are normal") they would open a section in mid-sentence and cut the one
+    before short. Keep a header only when it ends with a colon or starts a line."""
+    newline = sectionizer.newline_pattern
+
+    def keep(doc, matches):
+        return [m for m in matches
+                if doc[m[2] - 1].text.endswith(":") or m[1] == 0 or newline.search(doc[m[1] - 1].text_with_ws)]
+
+    sectionizer.require_start_line = True
+    sectionizer.filter_start_lines = keep
 
 
 def _direction(category: str, literal: str) -> str:

@@ -43,9 +43,9 @@ prevalence, which the KG lacks: the 117 diseases of the HSDN literature network 
 drug indications for are common ones; a DO curated symptom profile is a weaker hint (DO curates rare diseases too);
 the rest are mostly rare OMIM/Orphanet entries.
 
-The defaults were chosen on the hand-written case set (``tests/cases/clinical_cases.yaml``, see
-``benchmarks/ranker_eval.py``); the accuracy surface over ``length_beta`` x ``common_prior`` x ``coverage_gamma`` x
-``curated_prior`` is flat (MRR 0.45-0.49), i.e. the remaining misses are missing KG annotations, not weights.
+The defaults were chosen on the hand-written case set (``tests/cases/clinical_cases.yaml``, measured with
+``clinicalrag bench run --dataset cases --systems ranker:gold-findings``); the accuracy surface over
+``length_beta`` x ``common_prior`` x ``coverage_gamma`` x ``curated_prior`` is flat (MRR 0.45-0.49), i.e. the remaining misses are missing KG annotations, not weights.
 
 **Parent propagation.** A disease whose subtree is small (at most ``propagate_max_descendants`` descendants: a
 clinical entity such as "pneumonia" or "psoriasis", not a category such as "lung disease") receives its ``is_a``
@@ -72,10 +72,12 @@ from collections import defaultdict
 from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable
 
-from agents.types import Candidate, Entity
+from agents.types import Candidate, Entity, Extraction
 
 FINDING_RELATIONS = ("has_symptom", "has_phenotype")
 FINDING_CATEGORIES = ("symptom", "phenotype")
+# Entity categories (agents.types.Category) that are findings for the ranker
+FINDING_ENTITY_CATEGORIES = ("symptom", "test", "anatomy")
 
 # (strength, triple id, label, how)
 EdgeInfo = tuple[float, str, str, str]
@@ -388,6 +390,19 @@ def _index_for(kg: Any, cfg: RankerConfig) -> _KGIndex:
                 _save_index(idx)
             per[cfg.index_key()] = idx
         return idx
+
+
+def ranking_findings(extraction: Extraction) -> tuple[list[Entity], list[Entity]]:
+    """(positive, negated) entities of an extraction for :meth:`KGRanker.rank`.
+
+    Positive: linked findings (symptoms, signs, test results) of the present illness, i.e. not negated, not a
+    relative's, not hypothetical and not past history: "History: heart failure" is context, not a finding that
+    would make heart failure a candidate "named in the presentation". Negated: linked entities said to be absent.
+    """
+    pos = [e for e in extraction.entities
+           if e.current and e.concept_id and e.category in FINDING_ENTITY_CATEGORIES]
+    neg = [e for e in extraction.entities if e.negated and e.concept_id]
+    return pos, neg
 
 
 _MALE_ONLY = re.compile(r"\b(prostat\w*|testi\w*|scrot\w*|penile|penis|epididym\w*|seminal)\b", re.I)

@@ -1,4 +1,5 @@
-"""Small text helpers shared by agents: sentence splitting with offsets, content terms, fencing untrusted text.
+"""Small text helpers shared by agents: sentence splitting with offsets, question sentences, content terms, fencing
+untrusted text.
 
 Word normalisation (stop words, stemming) lives in :mod:`knowledge.text`; :func:`terms` is re-exported here.
 """
@@ -25,9 +26,43 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
+# words that open a question ("What are the symptoms of ...?", "Is it inherited?", "How is it diagnosed?")
+_QUESTION_WORDS = frozenset({
+    "what", "how", "why", "when", "where", "which", "who", "whom", "whose", "is", "are", "was", "were", "am", "do",
+    "does", "did", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "has", "have", "had"})
+_LEAD_WORDS = frozenset({"but", "and", "so", "or", "then", "now", "also", "yet"})
+_OPENERS = " \t\n-–—*•·\"'“‘([«"   # bullets, opening quotes and brackets before a sentence
+_CLOSERS = " \t\n\"'”’)]»"         # closing quotes and brackets after it
+_WORDS = re.compile(r"[A-Za-z][A-Za-z'’]*")
+
+
+def is_question(sentence: str) -> bool:
+    """True for a sentence that only asks something, such as a reference page's question heading ("What are the
+    signs and symptoms of X?", "- How is it diagnosed?", "But how would you know, for example, whether ...?").
+    It asserts nothing, so it is never a claim. A statement that merely ends with a question mark (a list of link
+    titles, "These resources address ...: How Is It Treated?") is not a question."""
+    s = sentence.rstrip(_CLOSERS)
+    if not s.endswith("?"):
+        return False
+    s = s.lstrip(_OPENERS)
+    for _ in range(3):   # a short lead-in ("For example, ...", "Even with your glasses, ...") before the question
+        words = _WORDS.findall(s[:80].lower())
+        if not words:
+            return False
+        while words and words[0] in _LEAD_WORDS:
+            words = words[1:]
+        if words and words[0] in _QUESTION_WORDS:
+            return True
+        head, comma, rest = s.partition(",")
+        if not comma or len(_WORDS.findall(head)) > 5:
+            return False
+        s = rest.lstrip(_OPENERS)
+    return False
+
+
 def fence(text: str) -> str:
     """Neutralise our own fence markers inside untrusted text before it goes into a prompt."""
     return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
 
 
-__all__ = ["sentences", "terms", "fence"]
+__all__ = ["sentences", "is_question", "terms", "fence"]

@@ -29,7 +29,16 @@ class Entity(BaseModel):
 
     @property
     def positive(self) -> bool:
+        """Said of the patient and not denied: not negated, not a relative's, not hypothetical (past history
+        included: it is context for retrieval)."""
         return not (self.negated or self.family or self.hypothetical)
+
+    @property
+    def current(self) -> bool:
+        """A positive mention that belongs to the present illness, i.e. not past history. Only these are findings
+        for the differential: a disease the patient had (or has) as history is not what the presentation is
+        about."""
+        return self.positive and not self.historical
 
 
 class Duration(BaseModel):
@@ -47,7 +56,12 @@ class Extraction(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
     def positive(self) -> list[Entity]:
+        """Positive clinical entities, past history included (see :attr:`Entity.positive`)."""
         return [e for e in self.entities if e.positive and e.category != "demographic"]
+
+    def current(self) -> list[Entity]:
+        """Positive clinical entities of the present illness (past history left out)."""
+        return [e for e in self.entities if e.current and e.category != "demographic"]
 
     def negated(self) -> list[Entity]:
         return [e for e in self.entities if e.negated]
@@ -121,6 +135,22 @@ class DifferentialItem(BaseModel):
     likelihood: Literal["high", "moderate", "low"] = "moderate"
     rationale: str = ""
     citations: list[str] = Field(default_factory=list)
+
+
+class MustNotMissItem(BaseModel):
+    """A dangerous diagnosis compatible with the findings (the "must not miss" line beside the differential), from
+    the curated rules in ``agents/data/must_not_miss.yaml``. Listed whether or not the differential has it."""
+
+    concept_id: str                      # KG id of the diagnosis (a Disease Ontology id where DO has the disease)
+    name: str                            # as shown ("aortic dissection")
+    reason: str                          # why it must be excluded here (from the most specific rule that fired)
+    triggers: list[str] = Field(default_factory=list)      # the findings as written ("chest pain")
+    trigger_ids: list[str] = Field(default_factory=list)   # their concept ids
+    conditions: list[str] = Field(default_factory=list)    # rule conditions the presentation does not settle
+    citation: str = ""                   # the published source(s) of the rule(s), "; "-joined
+    rules: list[str] = Field(default_factory=list)         # ids of the rules that fired
+    in_differential: bool = False
+    rank: int | None = None              # its rank in the differential, when it is there
 
 
 class Draft(BaseModel):

@@ -1,7 +1,8 @@
 """What a run needs besides its state: shared :class:`Resources` and the per-run :class:`Context`.
 
 - :class:`Resources` (one per process, shared by runs): the knowledge graph, the index, the agents that are
-  expensive to build (MEE, ranker, HKI, KRG, verifiers), the LLM client and the audit log; built lazily.
+  expensive to build (MEE, ranker, HKI, KRG, verifiers, the must-not-miss rules), the LLM client and the audit log;
+  built lazily.
 - :class:`Context` (one per run, LangGraph's ``context_schema``): the run's :class:`PipelineConfig`, whether
   to append an audit record, and the resources (by default the process-wide :func:`default_resources`, from
   ``$CLINICALRAG_HOME`` and ``CLINICALRAG_LLM_*``). LangGraph's server and Studio build it from a JSON object
@@ -80,13 +81,27 @@ class Resources:
     def hki(self):
         from agents.hki import HKI  # noqa: PLC0415
 
-        return HKI(self.index, self.kg, self.ranker)
+        return HKI(self.index, self.kg, self.ranker, pages=self.pages)
+
+    @cached_property
+    def pages(self):
+        """The disease pages of the index's reference documents (BM25), cached on disk per index and KG version."""
+        from knowledge.disease_pages import DiseasePages  # noqa: PLC0415
+
+        return DiseasePages.for_index(self.index, self.kg)
 
     @cached_property
     def krg(self):
         from agents.krg import KRG  # noqa: PLC0415
 
         return KRG()
+
+    @cached_property
+    def must_not_miss(self):
+        """The must-not-miss rules (``agents/data/must_not_miss.yaml``) resolved against the knowledge graph."""
+        from agents.must_not_miss import MustNotMiss  # noqa: PLC0415
+
+        return MustNotMiss.from_kg(self.kg)
 
     @cached_property
     def audit(self):
@@ -147,7 +162,7 @@ class Resources:
 
     def warm(self) -> None:
         """Load everything a run needs (KG, index, extractor), so the first answer is not slow."""
-        _ = self.kg, self.index, self.mee, self.ranker, self.hki
+        _ = self.kg, self.index, self.mee, self.ranker, self.pages, self.hki
 
 
 _DEFAULT: Resources | None = None

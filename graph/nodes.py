@@ -82,7 +82,7 @@ def intake(state: State, runtime: Runtime[Context]) -> dict:
         "input_error": None, "started_at": time.time(), "extraction": None,
         "params": RetrievalParams.from_config(cfg), "expansions": [], "candidates": [], "coverage": {},
         "grade": None, "attempts": 0, "sentences": [], "draft": None, "verification": None, "references": [],
-        "reference_map": {}, "evidence": Overwrite([]), "escalation": Overwrite([]),
+        "reference_map": {}, "must_not_miss": [], "evidence": Overwrite([]), "escalation": Overwrite([]),
     }
     try:
         text, notes = normalise_presentation(state.get("message"), cfg.max_presentation_chars)
@@ -240,6 +240,23 @@ def krg(state: State, runtime: Runtime[Context]) -> dict:
     refs, mapping = step.resources.krg.for_answer(draft, evidence, answer)
     return step.done({"references": refs, "reference_map": mapping},
                      {"references": len(refs), "from_evidence": len(evidence)})
+
+
+def must_not_miss(state: State, runtime: Runtime[Context]) -> dict:
+    """The dangerous diagnoses compatible with the findings (curated rules, no LLM), each marked with its rank when
+    the differential already has it."""
+    from agents.must_not_miss import MustNotMissError  # noqa: PLC0415 — loads the knowledge-graph helpers
+
+    step = Step("must_not_miss", state, runtime)
+    differential = (state.get("draft") or Draft()).differential
+    try:
+        items = step.resources.must_not_miss.check(state.get("extraction"), differential)
+    except MustNotMissError as exc:
+        return step.done({"must_not_miss": [], "warnings": [f"must-not-miss list unavailable: {exc}"]},
+                         {"error": str(exc)})
+    return step.done({"must_not_miss": items},
+                     {"items": [i.name for i in items], "in_differential": sum(i.in_differential for i in items),
+                      "rules": sorted({r for i in items for r in i.rules})})
 
 
 # ---- outcome --------------------------------------------------------------------------------------------------

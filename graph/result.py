@@ -71,8 +71,9 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
         "escalation": {"escalated": bool(reasons), "reasons": reasons},
     }
     if status == STATUS_REJECTED:
-        return {**base, "answer": "", "differential": [], "next_steps": [], "verification": None, "references": [],
-                "reference_map": {}, "evidence": [], "candidates": [], "extraction": None, "presentation": None}
+        return {**base, "answer": "", "differential": [], "must_not_miss": [], "next_steps": [], "verification": None,
+                "references": [], "reference_map": {}, "evidence": [], "candidates": [], "extraction": None,
+                "presentation": None}
     draft, text = answer_draft(state)
     v = state.get("verification")
     ex = state.get("extraction")
@@ -80,6 +81,7 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
         **base,
         "answer": text,
         "differential": [d.model_dump() for d in draft.differential],
+        "must_not_miss": [i.model_dump() for i in state.get("must_not_miss") or []],
         "next_steps": list(draft.next_steps),
         "verification": v.model_dump() if v is not None else None,
         "references": [r.model_dump() for r in state.get("references") or []],
@@ -116,6 +118,9 @@ def audit_record(state: State, result: Result, prompts: list[dict[str, Any]], co
         "evidence": [{"id": e["id"], "role": e["role"], "score": e["score"]} for e in result["evidence"]],
         "candidates": [{"id": c["concept_id"], "name": c["name"], "score": c["score"]}
                        for c in result["candidates"][:10]],
+        "must_not_miss": [{"id": i["concept_id"], "name": i["name"], "triggers": i["triggers"], "rules": i["rules"],
+                           "conditions": i["conditions"], "rank": i["rank"]}
+                          for i in result.get("must_not_miss") or []],
         "nodes": with_prompts(result["trace"], prompts),
         "verification": result["verification"],
         "escalation": result["escalation"],

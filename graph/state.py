@@ -31,6 +31,7 @@ from agents.types import (
     Entity,
     Evidence,
     Extraction,
+    MustNotMissItem,
     Reference,
     Sentence,
     Verification,
@@ -80,6 +81,7 @@ class Result(TypedDict, total=False):
     error: str | None            # the input error when status == "rejected"
     answer: str
     differential: list[dict[str, Any]]
+    must_not_miss: list[dict[str, Any]]   # dangerous diagnoses compatible with the findings (agents.must_not_miss)
     next_steps: list[str]
     escalation: dict[str, Any]
     verification: dict[str, Any] | None
@@ -128,6 +130,7 @@ class State(TypedDict, total=False):
     escalation: Annotated[list[str], add_unique]   # reasons; the turn is escalated when there is one
     references: list[Reference]
     reference_map: dict[str, int]
+    must_not_miss: list[MustNotMissItem]   # beside the differential, whether or not the differential has them
     # bookkeeping
     warnings: Annotated[list[str], add_unique]
     events: Annotated[list[dict[str, Any]], add_events]
@@ -137,4 +140,5 @@ class State(TypedDict, total=False):
 
 # Types the checkpointer may rebuild from a thread's checkpoints.
 STATE_TYPES: tuple[type, ...] = (Extraction, Entity, Duration, RetrievalParams, Evidence, Candidate, Grade,
-                                 Sentence, Draft, DifferentialItem, Verification, ClaimCheck, Reference)
+                                 Sentence, Draft, DifferentialItem, Verification, ClaimCheck, Reference,
+                                 MustNotMissItem)

@@ -1,5 +1,6 @@
-"""The ClinicalRAG StateGraph: intake → MEE → HKI → grade → KNL → generate → verify → KRG → finalize → audit, with
-corrective re-retrieval and escalation. See docs/architecture.md (the diagram there is drawn from this graph).
+"""The ClinicalRAG StateGraph: intake → MEE → HKI → grade → KNL → generate → verify → KRG → must-not-miss →
+finalize → audit, with corrective re-retrieval and escalation. See docs/architecture.md (the diagram there is drawn
+from this graph).
 
     StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
 
@@ -27,7 +28,8 @@ NAME = "clinicalrag"
 def build() -> StateGraph:
     g = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
     for fn in (nodes.intake, nodes.mee, nodes.hki, nodes.grade, nodes.correct, nodes.escalate_retrieval, nodes.knl,
-               nodes.generate, nodes.direct, nodes.verify, nodes.escalate, nodes.krg, nodes.finalize, nodes.audit):
+               nodes.generate, nodes.direct, nodes.verify, nodes.escalate, nodes.krg, nodes.must_not_miss,
+               nodes.finalize, nodes.audit):
         g.add_node(fn.__name__, fn)
     g.add_edge(START, "intake")
     g.add_conditional_edges("intake", route_intake)
@@ -40,7 +42,8 @@ def build() -> StateGraph:
     g.add_conditional_edges("generate", route_generate)
     g.add_conditional_edges("verify", route_verify)
     g.add_edge("escalate", "krg")
-    g.add_edge("krg", "finalize")
+    g.add_edge("krg", "must_not_miss")
+    g.add_edge("must_not_miss", "finalize")
     g.add_edge("direct", "finalize")
     g.add_edge("finalize", "audit")
     g.add_edge("audit", END)

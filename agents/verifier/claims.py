@@ -1,13 +1,15 @@
 """Claims of an answer: list items and sentences, each with the citations written in it.
 
-Headers, disclaimers, "Insufficient evidence ..." lines and table rules are skipped (with the reason).
-Citations written right after a sentence's full stop belong to that sentence.
+Headers, disclaimers, "Insufficient evidence ..." lines, questions (a quoted reference page's "What are the
+symptoms of X?" asserts nothing) and table rules are skipped (with the reason). Citations written right after a
+sentence's full stop belong to that sentence.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
+from agents.textutil import is_question
 from agents.types import Draft
 
 from .citations import Citation, parse_citations, strip_citations
@@ -80,6 +82,9 @@ def split_claims(text: str, known: set[str]) -> tuple[list[Claim], list[str]]:
                 continue
             if _DISCLAIMER.search(clean):
                 skipped.append(f"disclaimer: {clean}")
+                continue
+            if is_question(clean):
+                skipped.append(f"question: {clean}")
                 continue
             if not re.search(r"[A-Za-z]{2,}", clean):
                 if parse_citations(sent, known) and claims:  # a stray citation group: attach to previous claim

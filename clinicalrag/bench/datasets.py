@@ -467,9 +467,21 @@ def _check_ids(cases: Sequence[Case], name: str) -> None:
         seen.add(c.id)
 
 
-def load_dataset(name_or_path: str, *, limit: int | None = None, seed: int = 0) -> Dataset:
-    """A registered dataset (``DATASETS``) or a user file (``*.jsonl``, ``*.csv``, ``file:<path>``), sampled
-    to ``limit`` cases with ``seed`` (see :func:`sample`). Raises :class:`DatasetError`."""
+SPLITS = ("all", "dev", "test")
+
+
+def split_of(case_id: str) -> str:
+    """The fixed half a case belongs to: ``"dev"`` (weights and thresholds are chosen on it) or ``"test"`` (numbers
+    are reported on it). A hash of the case id, so it never depends on sampling, order or seed."""
+    return "dev" if hashlib.sha256(case_id.encode("utf-8")).digest()[0] % 2 == 0 else "test"
+
+
+def load_dataset(name_or_path: str, *, limit: int | None = None, seed: int = 0, split: str = "all") -> Dataset:
+    """A registered dataset (``DATASETS``) or a user file (``*.jsonl``, ``*.csv``, ``file:<path>``), restricted to
+    one ``split`` half (:func:`split_of`) and sampled to ``limit`` cases with ``seed`` (see :func:`sample`).
+    Raises :class:`DatasetError`."""
+    if split not in SPLITS:
+        raise DatasetError(f"unknown split {split!r}; splits: {', '.join(SPLITS)}")
     if limit is not None:
         _check_limit(limit)
     key = str(name_or_path).strip()
@@ -497,6 +509,9 @@ def load_dataset(name_or_path: str, *, limit: int | None = None, seed: int = 0) 
         if not cases:
             raise DatasetError(f"{name}: no cases")
     _check_ids(cases, name)
+    if split != "all":
+        cases = [c for c in cases if split_of(c.id) == split]
+        name = f"{name}/{split}"
     chosen = sample(cases, limit, seed)
     labels = sorted({c.label for c in cases})
     warnings = []

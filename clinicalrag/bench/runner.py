@@ -45,6 +45,7 @@ class BenchSettings:
     out: Path
     limit: int | None = None
     seed: int = 0
+    split: str = "all"                    # "dev" / "test": one fixed half of the dataset (datasets.split_of)
     repeats: int = 1
     llm: Any = None                       # agents.llm.LLMConfig (None or disabled: no LLM)
     concurrency: int = 1
@@ -111,9 +112,8 @@ class CaseRunner:
         try:
             if system.kind == "bm25":
                 pages = self.bm25.rank(case.text, k=50)
-                rec["predictions"] = [{"rank": p["rank"], "diagnosis": p["diagnosis"], "concept_id": p["concept_id"]}
-                                      for p in pages[:MAX_PREDICTIONS]]
-                ranked = list(pages)
+                ranked = [{"rank": p["rank"], "diagnosis": p["name"], "concept_id": p["concept_id"]} for p in pages]
+                rec["predictions"] = ranked[:MAX_PREDICTIONS]
                 gold = self.matcher.closure(self.matcher.gold_concepts(case))
                 rec["retrieval"] = {"candidate_rank": _rank_of([{p["concept_id"]} for p in pages], gold) if gold
                                     else None, "candidates": len(pages)}
@@ -178,10 +178,10 @@ class CaseRunner:
                                  "cases dataset)")
             pos, neg = gold_finding_entities(res.kg, case.meta["findings"])
         else:
+            from agents.ranker import ranking_findings  # noqa: PLC0415
+
             ex = res.mee.extract(case.text)
-            pos = [e for e in ex.entities if e.concept_id and not e.negated
-                   and e.category in ("symptom", "test", "anatomy")]
-            neg = [e for e in ex.entities if e.concept_id and e.negated]
+            pos, neg = ranking_findings(ex)
             age, sex = ex.age_years, ex.sex
         return res.ranker.rank(pos, neg, k=50, age=age, sex=sex)
 
@@ -289,7 +289,7 @@ def run_bench(settings: BenchSettings, resources: Any = None) -> Path:
     if llm_cfg is not None and settings.cache_path is not None:
         llm_cfg = llm_cfg.model_copy(update={"cache_path": str(settings.cache_path)})
     try:
-        ds = datasets.load_dataset(settings.dataset, limit=settings.limit, seed=settings.seed)
+        ds = datasets.load_dataset(settings.dataset, limit=settings.limit, seed=settings.seed, split=settings.split)
     except ValueError as exc:
         raise BenchError(str(exc)) from exc
     if not ds.cases:
@@ -298,7 +298,8 @@ def run_bench(settings: BenchSettings, resources: Any = None) -> Path:
     res = resources if resources is not None else Resources(llm_config=LLMConfig())
     kg = res.kg
     warnings = list(ds.warnings)
-    if ds.name == "ddxplus" and datasets.ddxplus_conditions_in_kg(kg):
+    base_name = ds.name.split("/")[0]
+    if base_name == "ddxplus" and datasets.ddxplus_conditions_in_kg(kg):
         msg = ("the knowledge graph contains the DDXPlus conditions, the generator of the DDXPlus patients: "
                "results on DDXPlus would be inflated. Rebuild the KG without them (`clinicalrag kg build`).")
         if not settings.allow_ddxplus_kg:
@@ -318,12 +319,8 @@ def run_bench(settings: BenchSettings, resources: Any = None) -> Path:
         view.llm_config, view.client = cfg, LLMClient(cfg)
         return ClinicalRAG(view)
 
-    bm25 = None
-    if any(s.kind == "bm25" for s in systems):
-        from .baselines import DiseasePageBM25  # noqa: PLC0415
-
-        bm25 = DiseasePageBM25(kg)
-    matcher = LabelMatcher(kg, datasets.label_aliases(ds.name))
+    bm25 = res.pages if any(s.kind == "bm25" for s in systems) else None
+    matcher = LabelMatcher(kg, datasets.label_aliases(base_name))
     runner = CaseRunner(None, rag_plain, matcher, ds.name, bm25)
 
     out = Path(settings.out)

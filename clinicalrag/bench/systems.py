@@ -4,12 +4,14 @@ A spec is a base name, then optional modifiers after a colon, comma-separated:
 
 - ``pipeline`` — the full agent graph (with the configured LLM, or deterministic agents without one);
 - ``direct`` — the LLM alone, no retrieval (needs an LLM);
-- ``bm25`` — the plain-text baseline: BM25 over the disease pages, no agents, no LLM;
+- ``bm25`` — the plain-text baseline: BM25 over the disease pages (:mod:`knowledge.disease_pages`: one page per
+  KG disease, all its reference answers joined; the presentation is the query), no agents, no LLM;
 - ``ranker`` — the knowledge-graph ranker alone on the extractor's findings (no text retrieval, no LLM);
   ``ranker:gold-findings`` ranks the finding phrases a case lists (the hand-written cases) instead, to measure the
   ranker without extraction errors.
 
-Modifiers (pipeline): ``no-mee``, ``no-knl``, ``no-krg``, ``no-verifier`` (the paper's ablations), ``no-llm`` (the
+Modifiers (pipeline): ``no-mee``, ``no-knl``, ``no-krg``, ``no-verifier`` (the paper's ablations), ``no-pages``
+(no disease-page text ranking in the differential), ``no-llm`` (the
 deterministic pipeline even when an LLM is configured), ``cap=N`` (input length cap, tokens), ``src=G|B|O|GB|...``
 (knowledge sources), and any :class:`graph.config.PipelineConfig` field as ``field=value``
 (``differential_k=10``). Example: ``pipeline:no-mee,cap=2048``.
@@ -25,8 +27,8 @@ from graph.config import PipelineConfig
 
 BASES = ("pipeline", "direct", "bm25", "ranker")
 _FLAGS = {"no-mee": ("use_mee", False), "no-knl": ("use_knl", False), "no-krg": ("use_krg", False),
-          "no-verifier": ("use_verifier", False)}
-ABLATIONS = ("pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier")
+          "no-verifier": ("use_verifier", False), "no-pages": ("use_pages", False)}
+ABLATIONS = ("pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier", "pipeline:no-pages")
 INPUT_CAPS = ("pipeline:cap=2048", "pipeline:cap=1024")
 SOURCE_SUBSETS = ("pipeline:src=G", "pipeline:src=BO")
 

@@ -93,7 +93,8 @@ def run(args) -> int:
 
 
 def render(r: dict) -> str:
-    """A readable answer: status banner, differential, verification badges, warnings, references."""
+    """A readable answer: status banner, differential, the must-not-miss line, verification badges, warnings,
+    references."""
     out = []
     esc = r.get("escalation") or {}
     status = r["status"]
@@ -114,7 +115,13 @@ def render(r: dict) -> str:
                    + (f" | {demo}" if demo else ""))
         out.append("")
     refmap = r.get("reference_map") or {}
-    out.append(re.sub(r"(?m)^(\s*)#{1,6} ", r"\1", _numbered(r["answer"], refmap)))
+    answer = re.sub(r"(?m)^(\s*)#{1,6} ", r"\1", _numbered(r["answer"], refmap))
+    mnm = must_not_miss_lines(r.get("must_not_miss") or [])
+    steps = re.search(r"(?m)^Suggested next steps", answer)
+    if mnm and steps:   # under the differential, before the next steps
+        out += [answer[: steps.start()].rstrip("\n"), *mnm, "", answer[steps.start():]]
+    else:
+        out += [answer, *mnm]
     v = r.get("verification")
     if v and v.get("claims"):
         out += ["", "Verification of claims:"]
@@ -135,6 +142,26 @@ def render(r: dict) -> str:
                 f"run {r.get('run_id') or '-'})",
             "Decision support only: confirm with clinical judgement."]
     return "\n".join(out)
+
+
+def must_not_miss_lines(items: list[dict]) -> list[str]:
+    """The "Must not miss" line (each dangerous diagnosis with the findings that call for it, and its rank when the
+    differential already has it), then the reasons with their sources (one line per reason, naming its diagnoses)."""
+    if not items:
+        return []
+    shown = []
+    for it in items:
+        notes = [", ".join(it.get("triggers") or [])]
+        notes += it.get("conditions") or []
+        if it.get("rank"):
+            notes.append(f"#{it['rank']} in the differential")
+        shown.append(f"{it['name']} ({'; '.join(n for n in notes if n)})")
+    out = ["", "Must not miss: " + "; ".join(shown)]
+    why: dict[tuple[str, str], list[str]] = {}
+    for it in items:
+        why.setdefault((it["reason"], it["citation"]), []).append(it["name"])
+    out += [f"  - {', '.join(names)}: {reason} [{citation}]" for (reason, citation), names in why.items()]
+    return out
 
 
 _CITE = re.compile(r"\[([BOG]:[^\[\]\s]+?)\]")

@@ -30,6 +30,8 @@ def register(subparsers) -> None:
                         "pipeline:src=G, ...) or groups: ablations, caps, sources (default: pipeline,bm25)")
     r.add_argument("--limit", type=int, help="sample this many cases (seeded, stratified by label)")
     r.add_argument("--seed", type=int, default=0, help="sampling seed; repeat r uses LLM seed + r (default 0)")
+    r.add_argument("--split", choices=["all", "dev", "test"], default="all",
+                   help="one fixed half of the dataset: choose settings on dev, report on test (default: all)")
     r.add_argument("--repeats", type=int, default=1, help="repeated runs per system, reported as Avg(SD)")
     r.add_argument("--out", help="run folder (default: $CLINICALRAG_HOME/runs/<dataset>-<model>-s<seed>-n<limit>); "
                                  "an existing folder is resumed")
@@ -102,11 +104,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
     else:
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{Path(args.dataset).stem}-{model}-s{args.seed}-n{args.limit or 'all'}")
+        split = "" if args.split == "all" else f"-{args.split}"
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_",
+                      f"{Path(args.dataset).stem}{split}-{model}-s{args.seed}-n{args.limit or 'all'}")
         out = paths.home() / "runs" / slug
-    cache = None if args.no_cache else Path(args.cache) if args.cache else paths.home() / "cache" / "llm-responses.sqlite"
-    settings = BenchSettings(dataset=args.dataset, systems=expand(args.systems.split(",")), out=out, limit=args.limit,
-                             seed=args.seed, repeats=args.repeats, llm=llm, concurrency=args.concurrency,
+    cache = None if args.no_cache else Path(args.cache or paths.home() / "cache" / "llm-responses.sqlite")
+    settings = BenchSettings(dataset=args.dataset, systems=expand(args.systems.split(",")), out=out,
+                             limit=args.limit, seed=args.seed, split=args.split, repeats=args.repeats, llm=llm,
+                             concurrency=args.concurrency,
                              cache_path=cache, prices=_prices(args.prices), progress=not args.quiet,
                              allow_ddxplus_kg=args.allow_ddxplus_kg)
     try:

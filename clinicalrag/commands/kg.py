@@ -11,7 +11,8 @@ from dataclasses import asdict
 def register(subparsers) -> None:
     p = subparsers.add_parser("kg", help="disease knowledge graph (build, stats, show)",
                               description="The disease knowledge graph (source G): Disease Ontology, Symptom "
-                                          "Ontology, HPO, HSDN and PharmacotherapyDB in one graph.")
+                                          "Ontology, HPO, HSDN and PharmacotherapyDB in one graph, with the names "
+                                          "of NCIt, MeSH, ICD-10-CM and Mondo merged into the DO concepts.")
     sub = p.add_subparsers(dest="kg_command", metavar="SUBCOMMAND")
     sub.required = True
 
@@ -131,6 +132,8 @@ def _cmd_show(args) -> int:
         print(f"  synonyms: {'; '.join(c.synonyms)}")
     if c.definition:
         print(f"  definition: {c.definition}")
+    for d in c.definitions:
+        print(f"  definition ({d.get('source')} {d.get('id', '')}): {d.get('text')}")
     if c.xrefs:
         print("  xrefs: " + "; ".join(f"{p}:{','.join(v)}" for p, v in sorted(c.xrefs.items())))
     print(f"  sources: {', '.join(c.sources)}")

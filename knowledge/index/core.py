@@ -172,6 +172,11 @@ class KnowledgeIndex:
                 self._documents = pickle.load(fh)
         return self._documents.get(doc_id)
 
+    def documents(self) -> list[dict[str, Any]]:
+        """Every document of the index (B/O reference answers with their focus, and G concept cards)."""
+        self.document("")
+        return list(self._documents.values())
+
     # -- query embedding ------------------------------------------------------------------------------
     def _qvecs(self, texts: list[str]) -> np.ndarray:
         """Query vectors. A few texts are embedded one by one through the query cache: with int8 dynamic

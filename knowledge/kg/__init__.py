@@ -1,5 +1,6 @@
 """Disease knowledge graph (source G): Disease Ontology, Symptom Ontology, HPO, HSDN and
-PharmacotherapyDB assembled into one NetworkX multigraph with provenance on every edge."""
+PharmacotherapyDB assembled into one NetworkX multigraph with provenance on every edge; the names of the NCI
+Thesaurus, MeSH, ICD-10-CM, Mondo and a curated abbreviation table merged into the DO concepts."""
 from .build import BUILDER_VERSION, CATEGORIES, DEFAULT_SOURCES, RELATIONS, BuildError
 from .graph import Concept, KnowledgeGraph, Triple, VocabEntry, artefact_path, load_or_build
 from .normalize import normalise

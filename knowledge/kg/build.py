@@ -4,6 +4,12 @@ Nodes are ontology ids (``DOID:``, ``SYMP:``, ``HP:``, DrugBank ``DB…``, ``UBE
 ``DECIPHER:`` for HPO diseases without a DO equivalent, ``MESH:`` for HSDN symptoms without a SYMP/HP
 equivalent, ``DDX:`` for the optional DDXPlus conditions). Edges are keyed by relation and carry provenance
 (catalog source id + license). See ``RELATIONS`` for the edge directions.
+
+Each node keeps its names with provenance: ``synonyms``, ``synonym_scopes`` (EXACT, RELATED, NARROW, BROAD as the
+ontologies say; MAPPED, ABBREVIATION and NARROW for names from other vocabularies) and ``synonym_sources`` (the
+source id that contributed each synonym), three lists of equal length. Definitions from other vocabularies go to
+``definitions`` (DO's own stays in ``definition``). The disease vocabularies (NCIt, MeSH, ICD-10-CM,
+Mondo's mappings, the curated abbreviations) add no nodes: :mod:`.vocab` merges them into the DO concepts.
 """
 from __future__ import annotations
 
@@ -20,17 +26,22 @@ import networkx as nx
 
 from .. import paths
 from .. import sources as sources_mod
-from . import parsers
+from . import parsers, vocab
 from .normalize import normalise, uninvert
 
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-5"
+BUILDER_VERSION = "kg-6"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
-                   "hsdn", "pharmacotherapydb", "hpo")
+                   "hsdn", "pharmacotherapydb", "hpo", *vocab.VOCAB_SOURCES)
 OPTIONAL_SOURCES = ("ddxplus-conditions", "ddxplus-evidences")
+# sources that ship with this code rather than being fetched: id -> (file, license)
+LOCAL_SOURCES = {
+    "kg-abbreviations": (Path(__file__).with_name("abbreviations.tsv"),
+                         "Apache-2.0 (ClinicalRAG; curated from common clinical usage)"),
+}
 CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
 
 # relation -> (verb phrase used in text, description)
@@ -57,6 +68,11 @@ def _files_of(source_id: str, root: Path) -> list[Path]:
     """Files a source contributes (``ensure`` returns a folder for package data)."""
     if source_id == "hpo":
         return [root / "hp.obo", root / "phenotype.hpoa"]
+    if source_id == "icd10cm":
+        tabular = sorted(root.glob("icd10c*-tabular-*.xml"))
+        if len(tabular) != 1:
+            raise BuildError(f"expected one ICD-10-CM tabular XML in {root}, found {[p.name for p in tabular]}")
+        return tabular
     return [root]
 
 
@@ -106,9 +122,9 @@ def resolve_sources(sources: Iterable[str] | None, include_ddxplus: bool) -> lis
     ids = list(DEFAULT_SOURCES if sources is None else sources)
     if include_ddxplus:
         ids += [s for s in OPTIONAL_SOURCES if s not in ids]
-    unknown = [s for s in ids if s not in sources_mod.CATALOG]
+    unknown = [s for s in ids if s not in sources_mod.CATALOG and s not in LOCAL_SOURCES]
     if unknown:
-        raise BuildError(f"unknown source id(s) {unknown}; known: {sorted(sources_mod.CATALOG)}")
+        raise BuildError(f"unknown source id(s) {unknown}; known: {sorted([*sources_mod.CATALOG, *LOCAL_SOURCES])}")
     not_g = [s for s in ids if s not in DEFAULT_SOURCES and s not in OPTIONAL_SOURCES]
     if not_g:
         raise BuildError(f"not knowledge-graph sources: {not_g}")
@@ -118,7 +134,9 @@ def resolve_sources(sources: Iterable[str] | None, include_ddxplus: bool) -> lis
 
 
 def locate(source_ids: list[str]) -> dict[str, Path]:
-    return {sid: Path(sources_mod.ensure(sid)) for sid in source_ids}
+    """Local path of each source: fetched catalog files, package data folders, files shipped with the code."""
+    return {sid: LOCAL_SOURCES[sid][0] if sid in LOCAL_SOURCES else Path(sources_mod.ensure(sid))
+            for sid in source_ids}
 
 
 def compute_version(located: dict[str, Path]) -> str:
@@ -137,6 +155,7 @@ class _Builder:
         self.report: dict[str, int] = defaultdict(int)
         self._strings: dict[str, str] = {}
         self.licenses = {sid: s.license for sid, s in sources_mod.CATALOG.items()}
+        self.licenses.update({sid: lic for sid, (_, lic) in LOCAL_SOURCES.items()})
         self.step: Callable[[str], None] = log.info        # progress messages of the ingest steps
         self.do_obo: dict[str, parsers.Term] = {}            # DO 2016 OBO terms (when that source is read)
         self.do_redirect: dict[str, str] = {}                # old/alternative/obsolete DO id -> current id
@@ -169,7 +188,8 @@ class _Builder:
         attrs = self.nodes.get(nid)
         if attrs is None:
             attrs = {"name": name or nid, "category": self.s(category), "synonyms": [], "synonym_scopes": [],
-                     "definition": definition or None, "xrefs": {}, "sources": [self.s(source)]}
+                     "synonym_sources": [], "definition": definition or None, "xrefs": {},
+                     "sources": [self.s(source)]}
             self.nodes[nid] = attrs
         else:
             if source not in attrs["sources"]:
@@ -180,13 +200,14 @@ class _Builder:
                 attrs["definition"] = definition
         return attrs
 
-    @staticmethod
-    def add_synonym(attrs: dict, text: str, scope: str = "EXACT") -> None:
+    def add_synonym(self, attrs: dict, text: str, scope: str, source: str) -> None:
+        """Append a synonym with its scope and the id of the source that gives it (a repeat is ignored)."""
         text = text.strip()
         if not text or text == attrs["name"] or text in attrs["synonyms"]:
             return
         attrs["synonyms"].append(text)
-        attrs["synonym_scopes"].append(scope)
+        attrs["synonym_scopes"].append(self.s(scope))
+        attrs.setdefault("synonym_sources", []).append(self.s(source))
 
     def add_xref(self, attrs: dict, prefix: str, local: str) -> None:
         vals = attrs["xrefs"].setdefault(self.s(prefix), [])
@@ -232,7 +253,7 @@ def _add_term(b, tid: str, t, category: str, source: str):
     """A node for an ontology term (symptom or phenotype) with its synonyms and cross-references."""
     a = b.node(tid, category, source, name=t.name, definition=t.definition)
     for syn, scope in t.synonyms:
-        b.add_synonym(a, syn, scope)
+        b.add_synonym(a, syn, scope, source)
     for raw in t.xrefs:
         px = parsers.split_xref(raw)
         if px:
@@ -328,7 +349,7 @@ def ingest_disease_ontology(b: _Builder, humando: Path, obo_2016: Path | None) -
         if "do-obo-2016" not in a["sources"]:
             a["sources"].append(b.s("do-obo-2016"))
         for syn, scope in t.synonyms:
-            b.add_synonym(a, syn, scope)
+            b.add_synonym(a, syn, scope, "do-obo-2016")
         if t.definition and not a["definition"]:
             a["definition"] = t.definition
     rep["do_redirects"] = len(redirect)
@@ -559,7 +580,7 @@ def ingest_hsdn(b: _Builder, path: Path) -> None:
                 sid = f"MESH:{mid}"
                 a = b.node(sid, "symptom", "hsdn", name=mname)
                 if uninvert(mname):
-                    b.add_synonym(a, uninvert(mname), "EXACT")
+                    b.add_synonym(a, uninvert(mname), "EXACT", "hsdn")
                 b.add_xref(a, "MESH", mid)
                 rep["hsdn_symptoms_own_node"] += 1
             mesh_target[mid] = sid
@@ -626,6 +647,9 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
         ingest_hsdn(b, located["hsdn"])
     if "pharmacotherapydb" in located:
         ingest_pharmacotherapydb(b, located["pharmacotherapydb"])
+    if any(sid in located for sid in vocab.VOCAB_SOURCES):
+        # last but DDXPlus: the names only add to DO concepts, and no earlier step sees them
+        vocab.ingest_vocabularies(b, located, {sid: _files_of(sid, p) for sid, p in located.items()})
     if "ddxplus-conditions" in located:
         ingest_ddxplus(b, located["ddxplus-conditions"], located.get("ddxplus-evidences"))
 

@@ -28,7 +28,11 @@ _DRUGBANK_RE = re.compile(r"^\s*(DB\d{5})\s*$", re.IGNORECASE)
 # lookup rank of a synonym scope (0 is the preferred name)
 # at equal match quality, a disease reading of a name comes first (then symptom, phenotype, ...)
 _CATEGORY_RANK = {"disease": 0, "symptom": 1, "phenotype": 2, "drug": 3, "anatomy": 4}
-_SCOPE_RANK = {"EXACT": 1, "RELATED": 2, "NARROW": 3, "BROAD": 3}
+# the ontologies' own exact synonyms first, then names merged from other vocabularies (MAPPED, ABBREVIATION),
+# then related, narrower and broader synonyms
+_SCOPE_RANK = {"EXACT": 1, "MAPPED": 2, "ABBREVIATION": 2, "RELATED": 3, "NARROW": 4, "BROAD": 4}
+_OTHER_SCOPE_RANK = 4
+VOCABULARY_SCOPES = ("EXACT", "RELATED")
 
 
 @dataclass
@@ -40,6 +44,8 @@ class Concept:
     definition: str | None
     xrefs: dict[str, list[str]]
     sources: list[str]
+    # definitions from other vocabularies (NCIt): {"text", "source", "id"}; ``definition`` stays DO's own
+    definitions: list[dict] = field(default_factory=list, compare=False)
 
 
 @dataclass
@@ -97,14 +103,15 @@ class KnowledgeGraph:
             return None
         return Concept(id=cid, name=a["name"], category=a["category"], synonyms=list(a["synonyms"]),
                        definition=a.get("definition"), xrefs={k: list(v) for k, v in a["xrefs"].items()},
-                       sources=list(a["sources"]))
+                       sources=list(a["sources"]), definitions=[dict(d) for d in a.get("definitions", ())])
 
     def _name_index(self) -> dict[str, list[tuple[int, str]]]:
-        """normalised name -> [(rank, id)]; rank 0 = preferred name, 1 = exact synonym, 2+ = other scopes."""
+        """normalised name -> [(rank, id)]; rank 0 = preferred name, 1 = exact synonym, 2+ = other scopes
+        (``_SCOPE_RANK``)."""
         if self._names is None:
             names: dict[str, list[tuple[int, str]]] = {}
             for nid, a in self.graph.nodes(data=True):
-                entries = [(0, a["name"])] + [(_SCOPE_RANK.get(sc, 3), s)
+                entries = [(0, a["name"])] + [(_SCOPE_RANK.get(sc, _OTHER_SCOPE_RANK), s)
                                               for s, sc in zip(a["synonyms"], a["synonym_scopes"])]
                 seen: set[str] = set()
                 for rank, text in entries:
@@ -128,9 +135,9 @@ class KnowledgeGraph:
     def lookup(self, text: str, categories: Iterable[str] | None = None) -> list[Concept]:
         """Concepts named ``text``: by id (``DOID:2841``, ``doid:2841``), by cross-reference
         (``OMIM:154700``, ``ICD10CM:J45``, ``MESH:D001249``) or by name/synonym, insensitive to case,
-        punctuation and whitespace. Preferred-name matches come first, then exact synonyms, then other
-        synonyms; ties go to diseases, then symptoms, phenotypes, drugs, anatomy, then to the better connected
-        concept."""
+        punctuation and whitespace. Preferred-name matches come first, then exact synonyms, then names merged
+        from other vocabularies and abbreviations, then related, narrower and broader synonyms; ties go to
+        diseases, then symptoms, phenotypes, drugs, anatomy, then to the better connected concept."""
         cats = set(categories) if categories is not None else None
         text = (text or "").strip()
         if not text:
@@ -284,16 +291,20 @@ class KnowledgeGraph:
         return self.graph.subgraph(keep).copy()
 
     # ------------------------------------------------------------ vocabulary, stats
-    def vocabulary(self, categories: Iterable[str] | None = None) -> list[VocabEntry]:
-        """Names and synonyms (exact and related scope) per concept, for the entity extractor."""
+    def vocabulary(self, categories: Iterable[str] | None = None,
+                   scopes: Iterable[str] = VOCABULARY_SCOPES) -> list[VocabEntry]:
+        """Names and synonyms per concept, for the entity extractor and the entity-keyed index. By default the
+        ontologies' exact and related synonyms only: the names merged from other vocabularies (``MAPPED``,
+        ``ABBREVIATION``) serve :meth:`lookup`, and are added here only when asked for."""
         cats = set(categories) if categories is not None else None
+        scopes = set(scopes)
         out = []
         for nid, a in self.graph.nodes(data=True):
             if cats is not None and a["category"] not in cats:
                 continue
             if nid.startswith("DDX:") and a["category"] == "symptom":
                 continue  # DDXPlus evidences are questions, not names
-            syns = [s for s, sc in zip(a["synonyms"], a["synonym_scopes"]) if sc in ("EXACT", "RELATED")]
+            syns = [s for s, sc in zip(a["synonyms"], a["synonym_scopes"]) if sc in scopes]
             out.append(VocabEntry(id=nid, name=a["name"], synonyms=syns, category=a["category"]))
         return out
 

@@ -11,8 +11,11 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import rds
 
 csv.field_size_limit(10_000_000)
 
@@ -366,3 +369,203 @@ def read_ddxplus(conditions_path: Path, evidences_path: Path | None) -> tuple[li
             "severity": c.get("severity"),
         })
     return conds, evidences
+
+
+# ---------------------------------------------------------------- NCI Thesaurus (OBO-graph JSON)
+_OBO_PURL = "http://purl.obolibrary.org/obo/"
+_OBOGRAPH_SCOPES = {"hasExactSynonym": "EXACT", "hasRelatedSynonym": "RELATED", "hasNarrowSynonym": "NARROW",
+                    "hasBroadSynonym": "BROAD"}
+
+
+def _obograph_id(iri: str) -> str:
+    """``http://purl.obolibrary.org/obo/NCIT_C2991`` -> ``NCIT:C2991`` (other IRIs are kept as they are)."""
+    if iri.startswith(_OBO_PURL):
+        tail = iri[len(_OBO_PURL):]
+        if "_" in tail:
+            prefix, local = tail.split("_", 1)
+            return f"{prefix}:{local}"
+    return iri
+
+
+def read_obograph(path: Path) -> dict[str, Term]:
+    """An OBO-graph JSON file (plain or gzipped), e.g. MONDO's NCIt disease subset: its classes with label,
+    definition, synonyms (with scope), xrefs, deprecation and is_a parents. Relation properties and other
+    non-class nodes are left out."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    terms: dict[str, Term] = {}
+    for graph in data.get("graphs", ()):
+        for node in graph.get("nodes", ()):
+            if node.get("type") != "CLASS":
+                continue
+            meta = node.get("meta") or {}
+            t = Term(id=_obograph_id(node["id"]), name=(node.get("lbl") or "").strip())
+            definition = (meta.get("definition") or {}).get("val")
+            t.definition = definition.strip() if definition else None
+            for syn in meta.get("synonyms", ()):
+                scope = _OBOGRAPH_SCOPES.get(syn.get("pred", ""), "RELATED")
+                if syn.get("val"):
+                    t.synonyms.append((syn["val"].strip(), scope))
+            t.xrefs = [x["val"] for x in meta.get("xrefs", ()) if x.get("val")]
+            t.obsolete = bool(meta.get("deprecated"))
+            terms[t.id] = t
+        for edge in graph.get("edges", ()):
+            if edge.get("pred") == "is_a":
+                child = terms.get(_obograph_id(edge["sub"]))
+                if child is not None:
+                    child.parents.append(_obograph_id(edge["obj"]))
+    return terms
+
+
+# ---------------------------------------------------------------- SSSOM mapping tables (MONDO)
+@dataclass
+class Mapping:
+    """One row of an SSSOM mapping table."""
+    subject_id: str
+    subject_label: str
+    predicate_id: str
+    object_id: str
+    object_label: str
+    justification: str
+
+
+SSSOM_COLUMNS = ("subject_id", "predicate_id", "object_id")
+
+
+def read_sssom(path: Path) -> list[Mapping]:
+    """An SSSOM/TSV mapping table: the ``#`` metadata block is skipped, the columns are read by name
+    (``subject_label``/``object_label`` are optional). Raises ``ValueError`` when a required column is absent."""
+    out: list[Mapping] = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        lines = (line for line in fh if not line.startswith("#"))
+        reader = csv.reader(lines, delimiter="\t")
+        header = next(reader, None) or []
+        idx = {h.strip(): i for i, h in enumerate(header)}
+        missing = [c for c in SSSOM_COLUMNS if c not in idx]
+        if missing:
+            raise ValueError(f"{Path(path).name}: not an SSSOM table (missing column(s) {missing})")
+
+        def col(row: list[str], name: str) -> str:
+            i = idx.get(name)
+            return row[i].strip() if i is not None and i < len(row) else ""
+
+        for row in reader:
+            if not row or not row[idx["subject_id"]].strip():
+                continue
+            out.append(Mapping(col(row, "subject_id"), col(row, "subject_label"), col(row, "predicate_id"),
+                               col(row, "object_id"), col(row, "object_label"), col(row, "mapping_justification")))
+    return out
+
+
+# ---------------------------------------------------------------- MeSH descriptors and entry terms (R data)
+@dataclass
+class MeshTerm:
+    text: str
+    lexical_tag: str          # NON, ABB (abbreviation), ACR (acronym), EPO (eponym), ABX/ACX (embedded), ...
+    permuted: bool            # a generated variant (plural, word order) of another entry term
+    preferred_concept: bool   # a term of the descriptor's preferred concept (a synonym); the terms of its other
+                              # concepts name narrower or related notions
+
+
+@dataclass
+class MeshDescriptor:
+    id: str                   # "D009203"
+    name: str                 # the descriptor's preferred term ("Myocardial Infarction")
+    tree_numbers: list[str] = field(default_factory=list)
+    terms: list[MeshTerm] = field(default_factory=list)   # every entry term, the preferred one included
+
+
+MESH_DISEASE_TREES = ("C", "F03")     # Diseases; Mental Disorders
+
+
+def read_mesh(thesaurus: Path, trees: Path, tree_prefixes: Iterable[str] | None = MESH_DISEASE_TREES
+              ) -> dict[str, MeshDescriptor]:
+    """MeSH descriptors with their tree numbers and entry terms, from the two R data frames
+    (``data_mesh_thesaurus.rds``: one row per descriptor x term; ``data_mesh_trees.rds``: one row per tree
+    number). ``tree_prefixes``: keep only descriptors with a tree number under one of these (a letter is a whole
+    tree, ``F03`` a branch); ``None``: every descriptor, with a tree number or not."""
+    prefixes = tuple(tree_prefixes) if tree_prefixes is not None else None
+    tr = rds.read_data_frame(trees, ["DescriptorUI", "tree_location"])
+    tree_numbers: dict[str, list[str]] = defaultdict(list)
+    for ui, loc in zip(tr["DescriptorUI"], tr["tree_location"]):
+        if ui and loc:
+            tree_numbers[ui].append(loc)
+    keep = None if prefixes is None else {
+        ui for ui, locs in tree_numbers.items()
+        if any(loc == p or loc.startswith(p + ".") or (len(p) == 1 and loc.startswith(p)) for loc in locs
+               for p in prefixes)}
+    th = rds.read_data_frame(thesaurus, ["DescriptorUI", "ConceptUI", "TermName", "LexicalTag", "IsPermutedTermYN",
+                                         "RecordPreferredTermYN"])
+    rows = [r for r in zip(th["DescriptorUI"], th["ConceptUI"], th["TermName"], th["LexicalTag"],
+                           th["IsPermutedTermYN"], th["RecordPreferredTermYN"])
+            if r[2] and (keep is None or r[0] in keep)]
+    # the descriptor's name is its record-preferred term, which belongs to its preferred concept
+    preferred = {ui: (concept, term) for ui, concept, term, _, _, rec in rows if rec == "Y"}
+    out: dict[str, MeshDescriptor] = {}
+    for ui, concept, term, tag, permuted, _ in rows:
+        pref_concept, name = preferred.get(ui, (None, term))
+        d = out.get(ui)
+        if d is None:
+            d = out[ui] = MeshDescriptor(ui, name, sorted(tree_numbers.get(ui, ())))
+        d.terms.append(MeshTerm(term, tag or "", permuted == "Y", concept == pref_concept))
+    return out
+
+
+# ---------------------------------------------------------------- ICD-10-CM tabular list (XML)
+@dataclass
+class IcdCode:
+    code: str                                     # "M75.0"
+    title: str                                    # "Adhesive capsulitis of shoulder"
+    inclusion_terms: list[str] = field(default_factory=list)   # "Frozen shoulder", "Periarthritis of shoulder"
+
+
+def read_icd10cm_tabular(path: Path) -> Iterator[IcdCode]:
+    """The codes of an ICD-10-CM tabular list XML (``<diag>`` elements at any depth), streamed: each code's
+    title and inclusion terms, children before their parent (in the order their elements close)."""
+    depth = 0
+    for event, elem in ET.iterparse(path, events=("start", "end")):
+        if elem.tag != "diag":
+            continue
+        if event == "start":
+            depth += 1
+            continue
+        depth -= 1
+        code = (elem.findtext("name") or "").strip()
+        title = " ".join((elem.findtext("desc") or "").split())
+        terms = [" ".join(n.text.split()) for n in elem.iterfind("inclusionTerm/note") if n.text and n.text.strip()]
+        yield IcdCode(code, title, terms)
+        if depth == 0:
+            elem.clear()          # a whole category is done: free it
+
+
+# ---------------------------------------------------------------- curated abbreviations (in this repository)
+@dataclass
+class Abbreviation:
+    abbreviation: str
+    concept: str              # the concept it names, e.g. "DOID:5844"
+    expansion: str            # the full name, for readers of the table
+    comment: str              # where the usage is documented
+
+
+def read_abbreviations(path: Path) -> list[Abbreviation]:
+    """The curated abbreviation table: tab-separated ``abbreviation, doid, expansion, comment`` with a header
+    line; ``#`` lines and blank lines are ignored."""
+    out: list[Abbreviation] = []
+    with open(path, encoding="utf-8") as fh:
+        header: list[str] | None = None
+        for n, line in enumerate(fh, start=1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = [p.strip() for p in line.rstrip("\n").split("\t")]
+            if header is None:
+                header = parts
+                if header[:2] != ["abbreviation", "doid"]:
+                    raise ValueError(f"{Path(path).name}: the header must start with 'abbreviation<TAB>doid'")
+                continue
+            row = dict(zip(header, parts))
+            if not row.get("abbreviation") or not row.get("doid"):
+                raise ValueError(f"{Path(path).name} line {n}: needs an abbreviation and a DO id")
+            out.append(Abbreviation(row["abbreviation"], row["doid"], row.get("expansion", ""),
+                                    row.get("comment", "")))
+    return out

@@ -11,7 +11,7 @@ from knowledge import sources
 from knowledge.kg import (CATEGORIES, RELATIONS, BuildError, KnowledgeGraph, Triple, artefact_path,
                           load_or_build, normalise)
 from knowledge.kg import build as kg_build
-from knowledge.kg import parsers
+from knowledge.kg import parsers, vocab
 
 ASTHMA = "DOID:2841"
 MI = "DOID:5844"
@@ -146,10 +146,25 @@ def test_synonyms_and_variants_resolve(kg):
 
 def test_synonym_scopes_kept(kg):
     a = kg.graph.nodes[ASTHMA]
-    assert len(a["synonyms"]) == len(a["synonym_scopes"])
-    assert set(a["synonym_scopes"]) <= {"EXACT", "RELATED", "NARROW", "BROAD"}
+    assert len(a["synonyms"]) == len(a["synonym_scopes"]) == len(a["synonym_sources"])
+    assert set(a["synonym_scopes"]) <= {"EXACT", "RELATED", "NARROW", "BROAD", "MAPPED", "ABBREVIATION"}
     scopes = {sc for _, x in kg.graph.nodes(data=True) for sc in x["synonym_scopes"]}
-    assert {"EXACT", "RELATED"} <= scopes
+    assert {"EXACT", "RELATED", "MAPPED", "ABBREVIATION"} <= scopes
+
+
+def test_vocabularies_merged_into_do(kg):
+    """NCIt, MeSH, ICD-10-CM, Mondo and the curated abbreviations add names to DO concepts, not nodes."""
+    assert not any(a["sources"][0] in vocab.VOCAB_SOURCES for _, a in kg.graph.nodes(data=True))
+    for text, doid in [("MI", MI), ("Cardiovascular Stroke", MI), ("MONDO:0005068", MI), ("COPD", "DOID:3083"),
+                       ("Kidney Stone", "DOID:585"), ("sixth disease", "DOID:0050495"), ("T2DM", "DOID:9352")]:
+        assert _ids(kg.lookup(text, categories=["disease"]))[0] == doid, text
+    assert _ids(kg.lookup("heart attack"))[0] == MI
+    stone = kg.concept("DOID:585")
+    assert stone.definition and any(d["source"] == "ncit" for d in stone.definitions)
+    for row in parsers.read_abbreviations(kg_build.LOCAL_SOURCES["kg-abbreviations"][0]):
+        c = kg.concept(row.concept)
+        assert c is not None and c.category == "disease", row
+    assert kg.report["vocab_synonyms_added_mesh-thesaurus"] > 10000 and kg.report["vocab_synonyms_added_ncit"] > 8000
 
 
 def test_is_a_hierarchy(kg):
@@ -175,9 +190,11 @@ def test_every_edge_and_node_has_provenance(kg):
         assert d["license"] == src.license
         for extra in d.get("also_sources", ()):
             assert extra in sources.CATALOG
+    known = {*sources.CATALOG, *kg_build.LOCAL_SOURCES}
     for n, a in kg.graph.nodes(data=True):
         assert a["category"] in CATEGORIES and a["name"]
-        assert a["sources"] and all(s in sources.CATALOG for s in a["sources"])
+        assert a["sources"] and all(s in known for s in a["sources"])
+        assert len(a["synonym_sources"]) == len(a["synonyms"]) and set(a["synonym_sources"]) <= known
 
 
 def test_no_obsolete_terms(kg):
@@ -289,6 +306,8 @@ def test_version_follows_input_checksums(kg, tmp_path):
     assert kg_build.compute_version({**located, "pharmacotherapydb": changed}) != kg.version
     fewer = {k: v for k, v in located.items() if k != "hsdn"}
     assert kg_build.compute_version(fewer) != kg.version
+    without_ncit = {k: v for k, v in located.items() if k != "ncit"}
+    assert kg_build.compute_version(without_ncit) != kg.version
 
 
 def test_bad_source_selection():

@@ -56,7 +56,7 @@ def test_influenza_case_end_to_end(rag):
     if r["status"] == "verified":
         assert not r["escalation"]["escalated"]
     nodes = [e["node"] for e in r["trace"]]
-    assert nodes[:4] == ["intake", "mee", "hki", "grade"] and nodes[-2:] == ["krg", "finalize"]
+    assert nodes[:4] == ["intake", "mee", "hki", "grade"] and nodes[-3:] == ["krg", "must_not_miss", "finalize"]
     assert r["llm"]["calls"] == 0 and r["llm"]["model"] is None
 
 

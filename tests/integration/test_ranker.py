@@ -79,7 +79,7 @@ def summary(results: list[CaseResult]) -> dict[str, float]:
     return s
 
 
-# Floors a little below what the default configuration achieves on the case set (see docs/ranker.md); a drop below
+# Floors a little below what the default configuration achieves on the case set (docs/results.md, system ranker:gold-findings); a drop below
 # them means the scoring or the KG regressed.
 TOP1_FLOOR = 0.32
 TOP5_FLOOR = 0.50

@@ -57,4 +57,4 @@ def test_bad_specs(spec, why):
 def test_groups_expand_in_order_without_duplicates():
     assert expand(["pipeline", "ablations", "pipeline:no-mee", "caps"]) == [
         "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
-        "pipeline:cap=2048", "pipeline:cap=1024"]
+        "pipeline:no-pages", "pipeline:cap=2048", "pipeline:cap=1024"]

@@ -1,0 +1,331 @@
+"""Test results as findings: numeric laboratory values checked against reference ranges, and results written in
+words ("elevated troponin", "ST elevation", "anti-dsDNA antibodies are positive") looked up in a curated table.
+
+**Numeric values** (:func:`read_lab_values`, :func:`lab_finding`): an analyte name, a few linking words and a value
+with an optional unit, as in "hemoglobin 7.2 g/dL", "serum sodium of 125 mEq/L", "Na+ 125 mEq/L", "leukocyte
+count is 18,000/mm3", "WBC 18.5 x 10^9/L", "glucose 450 mg/dL", "creatinine 2.1 mg/dL". Units are converted to one
+reference unit per analyte (g/L -> g/dL, mmol/L -> mg/dL for glucose and calcium, umol/L -> mg/dL for creatinine,
+10^9/L and K/uL -> cells/mm3); a value without a unit is taken in the unit its size implies, and implausible values
+are ignored. Reference limits (adults; haemoglobin and creatinine by sex when it is known, haemoglobin also by age):
+
+=================  ========================================  =======================================
+analyte            low                                       high
+=================  ========================================  =======================================
+hemoglobin         anemia < 12 g/dL (men < 13; children       increased > 17.5 (women > 16)
+                   < 11-11.5)
+WBC                leukopenia < 4,000/mm3                    leukocytosis > 11,000/mm3
+platelets          thrombocytopenia < 150,000/mm3            thrombocytosis > 450,000/mm3
+sodium             hyponatremia < 135 mEq/L                  hypernatremia > 145 mEq/L
+potassium          hypokalemia < 3.5 mEq/L                   hyperkalemia > 5.0 mEq/L
+glucose            hypoglycemia < 70 mg/dL                   hyperglycemia > 140 mg/dL
+creatinine                                                   elevated > 1.2 mg/dL (men 1.3, women 1.1)
+urea nitrogen                                                elevated > 20 mg/dL
+calcium            hypocalcemia < 8.5 mg/dL                  hypercalcemia > 10.5 mg/dL
+HbA1c                                                        elevated >= 5.7 %
+ESR                                                          elevated > 20 mm/h (women > 30)
+=================  ========================================  =======================================
+
+**Results in words** (:func:`find_lab_phrases`): the table ``lab_phrases.tsv`` next to this module lists, per
+knowledge-graph concept, a pattern and its form (an analyte that is high, low, positive or prolonged, or a fixed
+phrase); its header explains the forms. "Troponin is normal", "ANA negative" and "not elevated" give the finding
+negated; a fixed phrase takes its negation from the context ("no ST elevation").
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .findings import Finding, Reading, finding, parse_number, resolve_overlaps
+
+_I = re.IGNORECASE
+PHRASE_TABLE = Path(__file__).with_name("lab_phrases.tsv")
+
+# ---------------------------------------------------------------------------------------------- numeric values
+
+_LINK = (r"(?:\s*(?:[:=~]|\b(?:is|are|was|were|of|at|to|now|levels?|concentrations?|counts?|measured|measures|"
+         r"shows?|showed|remains?|remained|increased\s+to|decreased\s+to|dropped\s+to|fell\s+to|rose\s+to|"
+         r"elevated\s+at|elevated\s+to|low\s+at|high\s+at)\b)){0,4}\s*")
+_VALUE = (r"(?:[<>\u2264\u2265]\s*)?(?P<value>\d{1,3}(?:,\d{3})+(?![\d])|\d{1,3}(?:\s\d{3})+(?![\d.,])"
+          r"|\d+(?:[.,]\d+)?)")
+_MEQ = r"(?:mEq\s*/\s*L|mmol\s*/\s*L)\b"
+_MGDL = r"mg\s*/\s*dL\b"
+_PER_MM3 = (r"(?:/\s*(?:mm3|mm\u00b3|mm\^3|\u00b5L|uL|\u03bcL|microliters?|cu\s*mm)\b"
+            r"|cells\s*/\s*(?:mm3|mm\u00b3|\u00b5L|uL)"
+            r"|per\s+(?:mm3|mm\u00b3|cubic\s+millimet(?:er|re)|microlit(?:er|re)))")
+_TIMES_10 = r"(?:[x\u00d7*]\s*10\s*(?:\^|e|\*\*)?\s*(?:9|3|\u2079|\u00b3|\(9\)|\(3\))\s*(?:/\s*(?:L|\u00b5L|uL|mm3))?)"
+_K_UL = r"(?:K\s*/\s*(?:\u00b5L|uL|mm3)|thousand(?:\s*/\s*(?:\u00b5L|uL|mm3))?)"
+_COUNT_UNIT = _PER_MM3 + "|" + _TIMES_10 + "|" + _K_UL
+
+
+@dataclass(frozen=True)
+class _Analyte:
+    key: str
+    name: str                                # regular expression of its names
+    unit: str                                # regular expression of its units (the group "unit")
+    normalise: Callable[[float, str], float | None]   # (value, unit text) -> value in the reference unit
+    short: bool = False                      # written as a symbol (Na, K, Cr), it needs a unit or a decimal value
+
+
+def _hemoglobin(v: float, unit: str) -> float | None:
+    u = unit.lower().replace(" ", "")
+    if u == "g/l" or (not u and 30 <= v <= 250):
+        v = v / 10
+    elif u == "mmol/l":
+        v = v * 1.611
+    return v if 2 <= v <= 25 else None
+
+
+def _cell_count(lo: float, hi: float) -> Callable[[float, str], float | None]:
+    def norm(v: float, unit: str) -> float | None:
+        u = unit.lower()
+        if re.search(r"10|k/|thousand", u):
+            v = v * 1000
+        elif not u and v < 2000:
+            v = v * 1000                     # "WBC 18.5", "platelets 45": thousands per mm3
+        return v if lo <= v <= hi else None
+    return norm
+
+
+def _plain(lo: float, hi: float) -> Callable[[float, str], float | None]:
+    def norm(v: float, unit: str) -> float | None:
+        return v if lo <= v <= hi else None
+    return norm
+
+
+def _glucose(v: float, unit: str) -> float | None:
+    u = unit.lower().replace(" ", "")
+    if u == "mmol/l" or (not u and v < 35):
+        v = v * 18.016
+    return v if 10 <= v <= 2500 else None
+
+
+def _creatinine(v: float, unit: str) -> float | None:
+    u = unit.lower().replace(" ", "")
+    if "mol" in u or (not u and v > 25):
+        v = v / 88.4
+    return v if 0.1 <= v <= 25 else None
+
+
+def _calcium(v: float, unit: str) -> float | None:
+    u = unit.lower().replace(" ", "")
+    if u == "mmol/l" or (not u and v < 4):
+        v = v * 4.008
+    return v if 3 <= v <= 20 else None
+
+
+def _hba1c(v: float, unit: str) -> float | None:
+    if "mol" in unit.lower():
+        v = v / 10.929 + 2.15            # IFCC mmol/mol -> NGSP %
+    return v if 3 <= v <= 20 else None
+
+
+_ANALYTES: tuple[_Analyte, ...] = (
+    _Analyte("hba1c", r"(?:h(?:a)?emoglobin\s*A1c|(?-i:HbA1c|HbA1C|Hb\s*A1c|A1c|A1C)|glyc(?:ated|osylated)\s+"
+                      r"h(?:a)?emoglobin)", r"%|mmol\s*/\s*mol\b", _hba1c),
+    _Analyte("hemoglobin", r"(?:h(?:a)?emoglobin(?:\s+concentration)?(?!\s*A1c)|(?-i:Hgb|Hb)(?!\s*A1c))",
+             r"g\s*/\s*dL\b|g\s*/\s*L\b|mmol\s*/\s*L\b", _hemoglobin),
+    _Analyte("wbc", r"(?:(?:white\s+(?:blood\s+)?(?:cell\s+)?|total\s+)?"
+                    r"(?:leu[ck]ocyte|white\s+(?:blood\s+)?cell|white)\s+count|(?-i:WBC|WCC)(?:\s+count)?)",
+             _COUNT_UNIT, _cell_count(100, 500_000)),
+    _Analyte("platelets", r"(?:platelets?(?:\s+count)?|(?-i:PLT|Plt)s?)", _COUNT_UNIT, _cell_count(1_000, 3_000_000)),
+    # "Na 125" is read without a unit: the symbol is unambiguous and its plausible range narrow
+    _Analyte("sodium", r"(?:sodium|(?-i:Na)\+?)", _MEQ, _plain(90, 200)),
+    _Analyte("potassium", r"(?:potassium|(?<!vitamin\s)(?-i:K)\+?)", _MEQ, _plain(1, 12), short=True),
+    _Analyte("glucose", r"(?:(?:blood|serum|plasma|fasting|random|capillary|fingerstick|fasting\s+plasma)\s+"
+                        r"(?:glucose|sugars?)|glucose)", _MGDL + r"|mmol\s*/\s*L\b", _glucose),
+    _Analyte("creatinine", r"(?:creatinine(?!\s+clearance)|(?-i:Cr|Creat))",
+             _MGDL + r"|(?:\u00b5|u|\u03bc|micro)mol\s*/\s*L\b", _creatinine, short=True),
+    _Analyte("urea nitrogen", r"(?:(?:blood\s+)?urea\s+nitrogen|(?-i:BUN))", _MGDL, _plain(1, 300)),
+    _Analyte("calcium", r"(?:(?:total\s+|serum\s+)?calcium|(?-i:Ca)(?:2\+|\+\+)?)", _MGDL + r"|mmol\s*/\s*L\b",
+             _calcium, short=True),
+    _Analyte("esr", r"(?:(?:erythrocyte\s+)?sedimentation\s+rate|(?-i:ESR))", r"mm\s*/\s*h(?:r|our)?\b|mm\s+in\s+"
+             r"(?:the\s+first\s+|1\s+)?hour\b", _plain(0, 200)),
+)
+_LAB_PATTERNS = [
+    (a, re.compile(r"(?<![\w-])(?P<name>" + a.name + r")(?![\w-])(?!\s+(?:clearance|tolerance|chloride|bicarbonate|"
+                   r"gluconate|citrate|carbonate|supplement))" + _LINK + _VALUE + r"(?:\s*(?P<unit>" + a.unit + "))?",
+                   _I))
+    for a in _ANALYTES
+]
+# "ionized calcium", "urine sodium", "urinary glucose", "CSF glucose": not the serum value the ranges are for
+_OTHER_FLUID = re.compile(r"(?:ionized|ionised|free|urine|urinary|CSF|cerebrospinal\s+fluid|pleural|ascitic|"
+                          r"peritoneal|synovial|stool|sweat)\s+$", _I)
+
+
+def read_lab_values(text: str) -> list[Reading]:
+    """Every numeric laboratory value of the supported analytes in ``text`` (in its reference unit), in text
+    order."""
+    out: list[Reading] = []
+    for a, pat in _LAB_PATTERNS:
+        for m in pat.finditer(text):
+            if _OTHER_FLUID.search(text[max(0, m.start() - 30):m.start()]):
+                continue
+            raw, unit = m.group("value"), m.group("unit") or ""
+            if a.short and len(m.group("name")) <= 5 and not unit and not re.search(r"[.,]", raw):
+                continue                               # "K 4", "Ca 9": a bare symbol needs a unit or a decimal
+            v = parse_number(raw)
+            if v is None:
+                continue
+            norm = a.normalise(v, unit)
+            if norm is None:
+                continue
+            out.append(Reading(start=m.start(), end=m.end(), text=text[m.start():m.end()], analyte=a.key,
+                               value=round(norm, 3), unit=unit))
+    kept: list[Reading] = []
+    for r in sorted(out, key=lambda r: (-(r.end - r.start), r.start)):
+        if not any(k.start < r.end and r.start < k.end for k in kept):
+            kept.append(r)
+    return sorted(kept, key=lambda r: r.start)
+
+
+def lab_finding(reading: Reading, sex: str | None = None, age_years: float | None = None) -> Finding:
+    """The finding of one numeric laboratory value (``key=None`` inside the reference range)."""
+    v = reading.value
+    a = reading.analyte
+    key: str | None = None
+    if a == "hemoglobin":
+        if age_years is not None and age_years < 5:
+            low = 11.0
+        elif age_years is not None and age_years < 12:
+            low = 11.5
+        elif age_years is not None and age_years < 15:
+            low = 12.0
+        else:
+            low = 13.0 if sex == "male" else 12.0
+        high = 16.0 if sex == "female" else 17.5
+        key = "anemia" if v < low else "increased hemoglobin" if v > high else None
+    elif a == "wbc":
+        key = "leukocytosis" if v > 11_000 else "leukopenia" if v < 4_000 else None
+    elif a == "platelets":
+        key = "thrombocytopenia" if v < 150_000 else "thrombocytosis" if v > 450_000 else None
+    elif a == "sodium":
+        key = "hyponatremia" if v < 135 else "hypernatremia" if v > 145 else None
+    elif a == "potassium":
+        key = "hypokalemia" if v < 3.5 else "hyperkalemia" if v > 5.0 else None
+    elif a == "glucose":
+        key = "hypoglycemia" if v < 70 else "hyperglycemia" if v > 140 else None
+    elif a == "creatinine":
+        limit = 1.3 if sex == "male" else 1.1 if sex == "female" else 1.2
+        key = "elevated creatinine" if v > limit else None
+    elif a == "urea nitrogen":
+        key = "elevated urea nitrogen" if v > 20 else None
+    elif a == "calcium":
+        key = "hypocalcemia" if v < 8.5 else "hypercalcemia" if v > 10.5 else None
+    elif a == "hba1c":
+        key = "elevated hba1c" if v >= 5.7 else None
+    elif a == "esr":
+        key = "elevated esr" if v > (30 if sex == "female" else 20) else None
+    return finding(reading, key)
+
+
+# ---------------------------------------------------------------------------------------------- results in words
+
+_HIGH = r"(?:elevated|increased|raised|high|higher|rising|positive|abnormally\s+high)"
+_LOW = r"(?:low|lower|decreased|reduced|depressed|diminished|suppressed|falling|abnormally\s+low)"
+_POSITIVE = r"(?:positive|reactive|detected|present|elevated|raised|high|increased)"
+_PROLONGED = r"(?:prolonged|elevated|increased|raised|high)"
+_NORMAL = (r"(?:normal|within\s+(?:the\s+)?normal\s+(?:limits|range)|(?-i:WNL)|negative|unremarkable|undetectable|"
+           r"non-?reactive|not\s+(?:elevated|increased|raised|high|low|decreased|reduced|detected|prolonged|"
+           r"positive|present))")
+_WORDS = {"high": _HIGH, "low": _LOW, "positive": _POSITIVE, "prolonged": _PROLONGED}
+_QUALIFIER = r"(?:(?:markedly|mildly|slightly|significantly|very|persistently|strongly|moderately|greatly|severely|" \
+             r"also|now|newly|still|both)\s+)"
+_SPECIMEN = r"(?:(?:serum|plasma|blood|circulating|cardiac|urine|urinary)\s+)"
+_SUFFIX = r"(?:\s+(?:levels?|concentrations?|titers?|titres?|values?|tests?|assays?|results?|counts?|" \
+          r"antibod(?:y|ies)))?"
+_VERB = r"(?:\s+(?:is|are|was|were|came\s+back|returned|has\s+been|have\s+been|remains?|remained|appears?|" \
+        r"appeared|found\s+to\s+be|noted\s+to\s+be|also|both))*"
+_NOT_A_RESULT = r"(?!\s+(?:diet|intake|supplements?|foods?|drinks?|replacement|infusion))"
+
+
+@dataclass(frozen=True)
+class PhraseRule:
+    """One row of the phrase table."""
+
+    concept_id: str
+    name: str
+    form: str
+    pattern: str
+
+
+def load_phrase_table(path: Path | str = PHRASE_TABLE) -> list[PhraseRule]:
+    """The rows of a phrase table (tab-separated: concept id, name, form, pattern; ``#`` starts a comment)."""
+    rules = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 4 or parts[2] not in ("high", "low", "positive", "prolonged", "phrase"):
+            raise ValueError(f"{path}:{n}: expected 'concept id<TAB>name<TAB>form<TAB>pattern' with form high, "
+                             f"low, positive, prolonged or phrase")
+        rules.append(PhraseRule(*(p.strip() for p in parts)))
+    return rules
+
+
+@lru_cache(maxsize=4)
+def _compiled(path: str) -> list[tuple[PhraseRule, list[tuple[re.Pattern, bool]]]]:
+    """Per rule: (regex, negated) pairs."""
+    out = []
+    for rule in load_phrase_table(path):
+        if rule.form == "phrase":
+            out.append((rule, [(re.compile(rule.pattern, _I), False)]))
+            continue
+        an = r"(?:" + rule.pattern + r")"
+        word = _WORDS[rule.form]
+        pats = [
+            # elevated (serum) troponin (levels)
+            (r"(?<![\w-])" + word + r"\s+" + _SPECIMEN + r"{0,2}" + an + _SUFFIX + r"(?![\w-])" + _NOT_A_RESULT, False),
+            # troponin (levels) is (markedly) elevated
+            (r"(?<![\w-])" + an + _SUFFIX + _VERB + r"\s+" + _QUALIFIER + r"?" + word + r"\b", False),
+            # normal troponin; troponin is normal / negative / not elevated
+            (r"(?<![\w-])(?:normal|negative|undetectable)\s+" + _SPECIMEN + r"?" + an + _SUFFIX + r"(?![\w-])",
+             True),
+            (r"(?<![\w-])" + an + _SUFFIX + _VERB + r"\s+" + _NORMAL + r"\b", True),
+        ]
+        if rule.form == "positive":
+            pats += [
+                (r"\bpositive\s+for\s+" + an + _SUFFIX + r"(?![\w-])", False),
+                (r"\bnegative\s+for\s+" + an + _SUFFIX + r"(?![\w-])", True),
+                (r"(?<![\w-])" + an + _SUFFIX + r"\s*\+(?![\w+])", False),
+                (r"(?<![\w-])" + an + _SUFFIX + r"(?:\s+(?:titer|titre))?(?:\s+(?:of|at|is|was))?\s*"
+                 r"(?:>\s*)?1\s*:\s*(?P<titre>\d{2,5})\b", False),
+            ]
+        out.append((rule, [(re.compile(p, _I), neg) for p, neg in pats]))
+    return out
+
+
+def find_lab_phrases(text: str, path: Path | str = PHRASE_TABLE) -> list[Finding]:
+    """Test results written in words (the phrase table), in text order; overlapping matches resolved (the longest
+    wins; one phrase may state two findings, e.g. "sodium is normal": neither hypo- nor hypernatremia)."""
+    found: list[Finding] = []
+    for rule, pats in _compiled(str(path)):
+        for pat, negated in pats:
+            for m in pat.finditer(text):
+                titre = m.groupdict().get("titre")
+                if titre is not None and int(titre) < 80:
+                    continue
+                found.append(Finding(start=m.start(), end=m.end(), text=text[m.start():m.end()],
+                                     analyte=rule.name, key=rule.concept_id, name=rule.name,
+                                     concept_ids=(rule.concept_id,), measured=False, negated=negated))
+    return resolve_overlaps(found)
+
+
+def find_labs(text: str, sex: str | None = None, age_years: float | None = None) -> list[Finding]:
+    """Numeric laboratory findings (normal values included, ``key=None``) and results in words, overlaps
+    resolved, in text order."""
+    numeric = [lab_finding(r, sex, age_years) for r in read_lab_values(text)]
+    return resolve_overlaps(numeric + find_lab_phrases(text))
+
+
+__all__ = [
+    "PHRASE_TABLE",
+    "PhraseRule",
+    "find_lab_phrases",
+    "find_labs",
+    "lab_finding",
+    "load_phrase_table",
+    "read_lab_values",
+]

@@ -1,0 +1,343 @@
+"""Must-not-miss agent: the dangerous diagnoses compatible with the findings, listed beside the ranked differential.
+
+A differential ranks what is likely; a clinician also asks what must not be missed: chest pain → myocardial
+infarction, pulmonary embolism, aortic dissection, ...; headache after 50 → giant cell arteritis. The rules are data,
+not code: ``agents/data/must_not_miss.yaml`` (curated, each with its reason and published source; the file's header
+describes the format). This module loads them, resolves their trigger findings against the knowledge graph once,
+and checks a presentation against them — deterministically, without an LLM.
+
+Matching (:meth:`MustNotMiss.check`):
+
+- the presentation's findings are the extraction's positive entities with a concept id (not negated, historical,
+  family history or hypothetical; demographics aside);
+- a finding matches a trigger through its own id, its cross-references (``xref``) and its ``is_a`` parents up to
+  three levels ("pleuritic chest pain" is a "chest pain");
+- a rule fires when one of its ``findings`` matches, and one of its ``with`` findings too when it has them, and the
+  age and sex allow it. An age or sex the presentation does not state does not exclude a rule: the item then says
+  which condition is unsettled ("if age >= 50");
+- a diagnosis several rules name is one item (its triggers and sources merged; the label and reason of its most
+  specific rule). Items already in the differential stay listed, with their rank there: the list is never filtered
+  by what the differential shows.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from knowledge.kg.normalize import normalise
+
+from .textutil import terms
+from .types import DifferentialItem, Entity, Extraction, MustNotMissItem
+
+log = logging.getLogger(__name__)
+
+DATA_FILE = Path(__file__).resolve().parent / "data" / "must_not_miss.yaml"
+ANCESTOR_DEPTH = 3        # how far up the is_a hierarchy a finding still matches a trigger
+DIFFERENTIAL_DEPTH = 4    # how far up a differential diagnosis still counts as a must-not-miss diagnosis
+
+
+class MustNotMissError(ValueError):
+    """The rule file cannot be read or does not follow the format."""
+
+
+# ---- the rule file ---------------------------------------------------------------------------------------------
+
+class DiagnosisSpec(BaseModel):
+    """One dangerous diagnosis of a rule, as written in the file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str                                       # the KG name of ``id`` (checked against the graph)
+    label: str | None = None                        # how it is shown, when the clinical term differs
+    also: list[str] = Field(default_factory=list)   # other KG ids of the same clinical entity
+    kg_category: Literal["disease", "phenotype", "symptom"] = "disease"
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.name
+
+
+class RuleSpec(BaseModel):
+    """One rule as written in the file (see the file's header)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    complaint: str
+    findings: list[str] = Field(min_length=1)
+    with_findings: list[str] = Field(default_factory=list, alias="with")
+    age_min: float | None = None
+    age_max: float | None = None
+    sex: Literal["female", "male"] | None = None
+    reason: str
+    diagnoses: list[DiagnosisSpec] = Field(min_length=1)
+    citation: str
+
+    @field_validator("reason", "citation", "complaint")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        v = " ".join(v.split())
+        if not v:
+            raise ValueError("must not be empty")
+        return v
+
+    @model_validator(mode="after")
+    def _ages(self) -> RuleSpec:
+        if self.age_min is not None and self.age_max is not None and self.age_min > self.age_max:
+            raise ValueError(f"age_min {self.age_min:g} is above age_max {self.age_max:g}")
+        return self
+
+    def conditions(self) -> list[str]:
+        """The rule's demographic conditions in words ("age >= 50", "female")."""
+        out = []
+        if self.age_min is not None and self.age_max is not None:
+            out.append(f"age {self.age_min:g}-{self.age_max:g}")
+        elif self.age_min is not None:
+            out.append(f"age >= {self.age_min:g}")
+        elif self.age_max is not None:
+            out.append(f"age <= {self.age_max:g}")
+        if self.sex:
+            out.append(self.sex)
+        return out
+
+
+class RuleFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    rules: list[RuleSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> RuleFile:
+        seen: set[str] = set()
+        for r in self.rules:
+            if r.id in seen:
+                raise ValueError(f"rule id {r.id!r} is used twice")
+            seen.add(r.id)
+        return self
+
+
+def load_rules(path: str | Path | None = None) -> list[RuleSpec]:
+    """The rules of the file (default: the packaged ``data/must_not_miss.yaml``), checked against the format."""
+    p = Path(path) if path is not None else DATA_FILE
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        return RuleFile.model_validate(raw).rules
+    except (OSError, yaml.YAMLError) as exc:
+        raise MustNotMissError(f"must-not-miss rules: cannot read {p.name}: {exc}") from exc
+    except ValidationError as exc:
+        raise MustNotMissError(f"must-not-miss rules: {p.name} does not follow the format: {exc}") from exc
+
+
+# ---- resolved rules --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Rule:
+    spec: RuleSpec
+    order: int
+    findings: frozenset[str]      # concept ids (with their cross-references)
+    with_ids: frozenset[str]
+
+
+@dataclass
+class _Hit:
+    """A diagnosis while the rules are checked: everything that fired for it."""
+
+    spec: DiagnosisSpec
+    best: _Rule
+    best_specificity: int
+    order: tuple[int, int]
+    triggers: dict[str, str]      # concept id -> finding text, in order of appearance
+    rules: list[_Rule]
+    unsettled: list[str]          # conditions the presentation does not settle, when no rule fired without them
+    settled: bool
+
+
+class MustNotMiss:
+    """The must-not-miss rules, resolved against one knowledge graph. ``problems`` lists what does not check out (an
+    unknown trigger or id, a name that is not the id's KG name, a category that is not a disease); the data test
+    fails on any of them. At run time a trigger that does not resolve cannot fire, but a diagnosis is listed as
+    written even when its id does not check out: a changed knowledge graph must not silently remove a dangerous
+    diagnosis from the list."""
+
+    def __init__(self, rules: list[RuleSpec], kg: Any):
+        self.kg = kg
+        self.specs = list(rules)
+        self.problems: list[str] = []
+        self._resolved_terms: dict[str, frozenset[str]] = {}
+        self._finding_keys: dict[str, frozenset[str]] = {}
+        self._dx_keys: dict[str, frozenset[str]] = {}
+        self.rules = [self._resolve(i, r) for i, r in enumerate(self.specs)]
+        for r in self.specs:
+            for d in r.diagnoses:
+                self._check_diagnosis(r.id, d)
+
+    @classmethod
+    def from_kg(cls, kg: Any, path: str | Path | None = None) -> MustNotMiss:
+        """Load the rule file and resolve it against ``kg``; unresolved parts are logged (and left out)."""
+        mnm = cls(load_rules(path), kg)
+        for p in mnm.problems:
+            log.warning("must-not-miss rules: %s", p)
+        return mnm
+
+    # ---- resolution --------------------------------------------------------------------------------------------
+    def resolve_term(self, term: str) -> frozenset[str]:
+        """Concept ids a trigger names, with their cross-references: a KG id as written, else the concepts whose
+        preferred name is ``term`` (or, when none is, those with ``term`` as a synonym)."""
+        term = term.strip()
+        if term in self._resolved_terms:
+            return self._resolved_terms[term]
+        ids: list[str] = []
+        if ":" in term and self.kg.concept(term) is not None:
+            ids = [term]
+        else:
+            key = normalise(term)
+            hits = [c for c in self.kg.lookup(term) if c.category != "drug"]
+            named = [c.id for c in hits if normalise(c.name) == key]
+            ids = named or [c.id for c in hits if key in {normalise(s) for s in c.synonyms}]
+        out = set(ids)
+        for cid in ids:
+            out |= self.kg.equivalents(cid)
+        self._resolved_terms[term] = frozenset(out)
+        return self._resolved_terms[term]
+
+    def _resolve(self, order: int, spec: RuleSpec) -> _Rule:
+        groups = []
+        for terms_ in (spec.findings, spec.with_findings):
+            ids: set[str] = set()
+            for t in terms_:
+                got = self.resolve_term(t)
+                if not got:
+                    self.problems.append(f"rule {spec.id}: trigger {t!r} matches no concept of the knowledge graph")
+                elif len({min(self._closure(c)) for c in got}) > 1:
+                    self.problems.append(f"rule {spec.id}: trigger {t!r} names unrelated concepts "
+                                         f"({', '.join(sorted(got))}); give a concept id")
+                ids |= got
+            groups.append(frozenset(ids))
+        return _Rule(spec, order, groups[0], groups[1])
+
+    def _closure(self, cid: str) -> set[str]:
+        return {cid, *self.kg.equivalents(cid)}
+
+    def _check_diagnosis(self, rule_id: str, d: DiagnosisSpec) -> None:
+        c = self.kg.concept(d.id)
+        if c is None:
+            self.problems.append(f"rule {rule_id}: diagnosis {d.id} ({d.name}) is not in the knowledge graph")
+            return
+        if normalise(c.name) != normalise(d.name):
+            self.problems.append(f"rule {rule_id}: {d.id} is named {c.name!r} in the knowledge graph, not {d.name!r}")
+        if c.category != d.kg_category:
+            self.problems.append(f"rule {rule_id}: {d.id} ({c.name}) is a {c.category}, not a {d.kg_category}")
+        for other in d.also:
+            if self.kg.concept(other) is None:
+                self.problems.append(f"rule {rule_id}: {other} (also of {d.id}) is not in the knowledge graph")
+
+    # ---- matching ----------------------------------------------------------------------------------------------
+    @staticmethod
+    def findings_of(extraction: Extraction | None) -> list[Entity]:
+        """The findings rules look at: positive, current, with a concept id."""
+        if extraction is None:
+            return []
+        return [e for e in extraction.entities
+                if e.concept_id and e.category != "demographic"
+                and not (e.negated or e.historical or e.family or e.hypothetical)]
+
+    def _keys(self, cid: str, depth: int, cache: dict[str, frozenset[str]]) -> frozenset[str]:
+        """``cid``, its cross-references and their is_a ancestors up to ``depth`` levels (with cross-references)."""
+        if cid not in cache:
+            own = self._closure(cid)
+            keys = set(own)
+            for x in own:
+                for a in self.kg.ancestors(x, max_depth=depth):
+                    keys |= self._closure(a)
+            cache[cid] = frozenset(keys)
+        return cache[cid]
+
+    def check(self, extraction: Extraction | None,
+              differential: Iterable[DifferentialItem] = ()) -> list[MustNotMissItem]:
+        """The must-not-miss items for a presentation, most specific first; each marked with its rank when the
+        differential already has it."""
+        findings = self.findings_of(extraction)
+        if not findings:
+            return []
+        age = extraction.age_years if extraction is not None else None
+        sex = extraction.sex if extraction is not None else None
+        keyed = [(e, self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)) for e in findings]
+        hits: dict[str, _Hit] = {}
+        for rule in self.rules:
+            spec = rule.spec
+            unsettled = self._unsettled(spec, age, sex)
+            if unsettled is None:
+                continue
+            main = [e for e, keys in keyed if keys & rule.findings]
+            extra = [e for e, keys in keyed if keys & rule.with_ids] if spec.with_findings else []
+            if not main or (spec.with_findings and not extra):
+                continue
+            specificity = 1 + bool(spec.with_findings) + len(spec.conditions())
+            fired = {e.concept_id: e.text for e in [*main, *extra]}
+            for j, d in enumerate(spec.diagnoses):
+                h = hits.get(d.id)
+                if h is None:
+                    hits[d.id] = _Hit(d, rule, specificity, (rule.order, j), dict(fired), [rule], list(unsettled),
+                                      not unsettled)
+                    continue
+                for k, v in fired.items():
+                    h.triggers.setdefault(k, v)
+                h.rules.append(rule)
+                if specificity > h.best_specificity:   # the most specific rule names and explains the item
+                    h.spec, h.best, h.best_specificity = d, rule, specificity
+                h.settled = h.settled or not unsettled
+                h.unsettled = [] if h.settled else list(dict.fromkeys(h.unsettled + unsettled))
+        ranks = self._ranks(list(differential), list(hits.values()))
+        ordered = sorted(hits.values(), key=lambda h: (not h.settled, -h.best_specificity, -len(h.triggers), h.order))
+        out = []
+        for h in ordered:
+            rank = ranks.get(h.spec.id)
+            out.append(MustNotMissItem(
+                concept_id=h.spec.id, name=h.spec.shown, reason=h.best.spec.reason,
+                triggers=list(dict.fromkeys(h.triggers.values())), trigger_ids=list(h.triggers),
+                conditions=[f"if {c}" for c in h.unsettled],
+                citation="; ".join(dict.fromkeys([h.best.spec.citation] + [r.spec.citation for r in h.rules])),
+                rules=[r.spec.id for r in h.rules], in_differential=rank is not None, rank=rank))
+        return out
+
+    @staticmethod
+    def _unsettled(spec: RuleSpec, age: float | None, sex: str | None) -> list[str] | None:
+        """None when the age or sex excludes the rule; else the conditions the presentation does not state."""
+        unsettled = []
+        if spec.age_min is not None or spec.age_max is not None:
+            if age is None:
+                unsettled += [c for c in spec.conditions() if c.startswith("age")]
+            elif (spec.age_min is not None and age < spec.age_min) or (spec.age_max is not None and age > spec.age_max):
+                return None
+        if spec.sex:
+            if sex is None:
+                unsettled.append(spec.sex)
+            elif sex != spec.sex:
+                return None
+        return unsettled
+
+    def _ranks(self, differential: list[DifferentialItem], hits: list[_Hit]) -> dict[str, int]:
+        """Must-not-miss id -> rank of the first differential item that is that diagnosis (by id, cross-reference
+        or a more specific kind of it, e.g. "acute myocardial infarction"; by name when the item has no id)."""
+        out: dict[str, int] = {}
+        for item in sorted(differential, key=lambda d: d.rank):
+            keys = self._keys(item.concept_id, DIFFERENTIAL_DEPTH, self._dx_keys) if item.concept_id else frozenset()
+            words = terms(item.diagnosis)
+            for h in hits:
+                d = h.spec
+                if d.id in out:
+                    continue
+                if keys & {d.id, *d.also} or (words and words in (terms(d.name), terms(d.shown))):
+                    out[d.id] = item.rank
+        return out
+
+
+__all__ = ["DATA_FILE", "DiagnosisSpec", "MustNotMiss", "MustNotMissError", "RuleSpec", "load_rules"]

@@ -1,0 +1,143 @@
+"""Vital signs, test results and past history against the real knowledge graph: every concept id the finding
+tables name exists under its name, MEE links a vignette's vital signs and test results to those concepts with exact
+spans, a "History:" line is past history, and a disease named only in the history is no finding for the ranker."""
+from __future__ import annotations
+
+import pytest
+
+from agents.mee import FINDING_CONCEPTS, MEE
+from agents.mee.labs import load_phrase_table
+from agents.ranker import KGRanker, ranking_findings
+from knowledge.kg import normalise
+
+FINDING_CATEGORIES = ("symptom", "phenotype")
+
+
+@pytest.fixture(scope="module")
+def kg():
+    from knowledge.kg import load_or_build
+
+    return load_or_build()
+
+
+@pytest.fixture(scope="module")
+def mee(kg):
+    # the full vocabulary (HPO phenotypes included: most laboratory findings are HPO concepts); the fuzzy linker
+    # plays no part here
+    return MEE(kg.vocabulary(), fuzzy=False)
+
+
+@pytest.fixture(scope="module")
+def ranker(kg):
+    return KGRanker(kg).warm()
+
+
+def test_finding_concepts_exist_under_their_names(kg):
+    for key, fc in FINDING_CONCEPTS.items():
+        first = kg.concept(fc.ids[0])
+        assert first is not None, f"{key}: {fc.ids[0]} is not in the knowledge graph"
+        assert first.category in FINDING_CATEGORIES, f"{key}: {fc.ids[0]} is a {first.category}"
+        assert normalise(first.name) == normalise(fc.name), f"{key}: {fc.ids[0]} is named {first.name!r}"
+        assert fc.ids[0] in [c.id for c in kg.lookup(fc.name, categories=FINDING_CATEGORIES)]
+        for other in fc.ids[1:]:
+            assert kg.concept(other) is not None, f"{key}: fallback {other} is not in the knowledge graph"
+
+
+def test_phrase_table_ids_exist_under_their_names(kg):
+    for rule in load_phrase_table():
+        c = kg.concept(rule.concept_id)
+        assert c is not None, f"{rule.concept_id} ({rule.name}) is not in the knowledge graph"
+        assert c.category in FINDING_CATEGORIES
+        assert normalise(c.name) == normalise(rule.name), f"{rule.concept_id} is named {c.name!r}, not {rule.name!r}"
+
+
+def test_single_high_reading_is_not_the_disease(kg):
+    """The blood-pressure finding reaches the diseases annotated with hypertension (as a narrower term) without
+    being the same concept as the disease hypertension."""
+    cid = FINDING_CONCEPTS["elevated blood pressure"].ids[0]
+    assert not any(kg.concept(x).category == "disease" for x in kg.equivalents(cid))
+    assert "HP:0000822" in kg.children(cid)
+
+
+VIGNETTE = ("A 67-year-old man comes to the emergency department because of cough and shortness of breath for 2 "
+            "days. His temperature is 39.2°C (102.6°F), pulse is 118/min, respirations are 28/min, and blood "
+            "pressure is 84/52 mm Hg. Pulse oximetry on room air shows an oxygen saturation of 86%. Laboratory "
+            "studies show a leukocyte count of 18,500/mm3 and serum sodium of 128 mEq/L.")
+
+
+def test_vignette_vital_signs_and_labs(kg, mee):
+    ex = mee.extract(VIGNETTE)
+    expected = {
+        "SYMP:0000613": "temperature is 39.2°C (102.6°F)",
+        "SYMP:0000529": "pulse is 118/min",
+        "SYMP:0000603": "respirations are 28/min",
+        "SYMP:0000059": "blood pressure is 84/52 mm Hg",
+        "SYMP:0000303": "oxygen saturation of 86%",
+        "SYMP:0000634": "leukocyte count of 18,500/mm3",
+        "SYMP:0019146": "sodium of 128 mEq/L",
+    }
+    got = {e.concept_id: e for e in ex.entities}
+    for cid, span in expected.items():
+        assert cid in got, f"{span!r} not extracted: {[(e.text, e.concept_id) for e in ex.entities]}"
+        e = got[cid]
+        assert e.text == span and VIGNETTE[e.start:e.end] == span
+        assert e.category == "symptom" and e.current and kg.concept(cid) is not None
+    assert "SYMP:0020063" not in got                       # the bare words "blood pressure"
+    pos, _ = ranking_findings(ex)
+    assert set(expected) <= {e.concept_id for e in pos}
+
+
+@pytest.mark.parametrize("text, cid, negated", [
+    ("Troponin I is elevated.", "HP:0410173", False),
+    ("Her troponin is elevated.", "HP:0500020", False),
+    ("An ECG shows ST elevation in leads II, III and aVF.", "HP:0012251", False),
+    ("Anti-dsDNA antibodies are positive.", "HP:0020151", False),
+    ("She has a positive ANA.", "HP:0003493", False),
+    ("Blood count shows eosinophilia.", "HP:0001880", False),
+    ("Urinalysis shows hematuria and proteinuria.", "SYMP:0000040", False),
+    ("Urinalysis shows hematuria and proteinuria.", "SYMP:0000367", False),
+    ("Hemoglobin 7.2 g/dL.", "SYMP:0000208", False),
+    ("Glucose 450 mg/dL.", "HP:0003074", False),
+    ("Elevated lipase.", "HP:0032932", False),
+    ("Elevated liver enzymes.", "HP:0002910", False),
+    ("Troponin is normal.", "HP:0500020", True),
+    ("There is no ST elevation.", "HP:0012251", True),
+])
+def test_test_results_link_to_concepts(kg, mee, text, cid, negated):
+    ex = mee.extract(text)
+    hits = [e for e in ex.entities if e.concept_id == cid]
+    assert hits, f"{cid} not found in {[(e.text, e.concept_id) for e in ex.entities]}"
+    assert hits[0].negated == negated and kg.concept(cid) is not None
+
+
+def test_no_st_changes_is_no_finding(mee):
+    assert [e for e in mee.extract("The ECG shows no ST changes.").entities if e.concept_id == "HP:0012251"] == []
+
+
+def test_history_line_is_historical(mee):
+    ex = mee.extract("A 58-year-old woman. Chief complaint: cough.\nHistory: obesity; heart failure.")
+    hist = {e.text: e for e in ex.entities if e.text in ("obesity", "heart failure")}
+    assert set(hist) == {"obesity", "heart failure"}
+    assert all(e.historical and e.section == "past_medical_history" and not e.current for e in hist.values())
+    [cough] = [e for e in ex.entities if e.text == "cough"]
+    assert cough.current
+
+
+def test_history_only_disease_is_not_named_in_the_presentation(kg, mee, ranker):
+    text = "A 64-year-old man. Chief complaint: shortness of breath.\nCough.\nHistory: obesity; heart failure."
+    ex = mee.extract(text)
+    [hf] = [e for e in ex.entities if e.text == "heart failure"]
+    assert hf.historical
+    pos, neg = ranking_findings(ex)
+    assert hf.concept_id not in {e.concept_id for e in pos}
+    cands = ranker.rank(pos, neg, k=20, age=ex.age_years, sex=ex.sex)
+    assert cands
+    named_ids = {x for x in kg.equivalents(hf.concept_id) if kg.concept(x).category == "disease"}
+    assert named_ids, "the historical heart failure should be equivalent to a disease (else the test proves nothing)"
+    for c in cands:
+        assert hf.concept_id not in c.matched
+        assert "named in the presentation" not in c.explanation and "same concept" not in c.explanation
+    # had the history been taken as a finding, it would have matched candidates and named the disease itself
+    with_history = ranker.rank(pos + [hf], neg, k=100_000, age=ex.age_years, sex=ex.sex)
+    assert any(hf.concept_id in c.matched for c in with_history[:20])
+    assert any(c.concept_id in named_ids and "same concept" in c.explanation for c in with_history)

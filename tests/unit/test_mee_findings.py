@@ -1,0 +1,190 @@
+"""MEE with a small injected vocabulary: vital signs and test results as entities, the words inside a measurement,
+section reach (past history, family history) and which entities the ranker takes as findings."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from agents.mee import MEE
+from agents.ranker import ranking_findings
+from agents.types import Entity, Extraction
+
+
+@dataclass
+class Vocab:
+    id: str
+    name: str
+    category: str
+    synonyms: list[str] = field(default_factory=list)
+
+
+VOCAB = [
+    Vocab("SYMP:0000613", "fever", "symptom", ["pyrexia"]),
+    Vocab("SYMP:0000529", "tachycardia", "symptom"),
+    Vocab("SYMP:0000603", "tachypnea", "symptom"),
+    Vocab("SYMP:0000059", "hypotension", "symptom"),
+    Vocab("SYMP:0000303", "hypoxemia", "symptom"),
+    Vocab("SYMP:0020063", "blood pressure", "symptom"),
+    Vocab("SYMP:0000576", "chest pain", "symptom"),
+    Vocab("SYMP:0000614", "cough", "symptom"),
+    Vocab("SYMP:0000604", "wheezing", "symptom"),
+    Vocab("SYMP:0000292", "heart failure", "symptom"),
+    Vocab("HP:0012251", "ST segment elevation", "phenotype"),
+    Vocab("HP:0001513", "Obesity", "phenotype"),
+    Vocab("DOID:9970", "obesity", "disease"),
+    Vocab("DOID:2841", "asthma", "disease"),
+    Vocab("DOID:7148", "rheumatoid arthritis", "disease"),
+    Vocab("DOID:10763", "hypertension", "disease"),
+]
+
+
+@pytest.fixture(scope="module")
+def mee(tmp_path_factory):
+    return MEE(VOCAB, cache_dir=tmp_path_factory.mktemp("mee"), fuzzy=False)
+
+
+def by_concept(ex: Extraction, cid: str) -> list[Entity]:
+    return [e for e in ex.entities if e.concept_id == cid]
+
+
+VIGNETTE = ("A 45-year-old woman comes to the emergency department with cough. Her temperature is 38.9°C (102°F), "
+            "pulse is 120/min, respirations are 22/min, and blood pressure is 85/50 mm Hg. O2 sat 86% RA.")
+
+
+def test_vital_signs_become_finding_entities(mee):
+    ex = mee.extract(VIGNETTE)
+    got = {e.concept_id: e for e in ex.entities if e.category == "symptom"}
+    expected = {"SYMP:0000613": "temperature is 38.9°C (102°F)", "SYMP:0000529": "pulse is 120/min",
+                "SYMP:0000603": "respirations are 22/min", "SYMP:0000059": "blood pressure is 85/50 mm Hg",
+                "SYMP:0000303": "O2 sat 86% RA", "SYMP:0000614": "cough"}
+    assert {cid: e.text for cid, e in got.items()} == expected
+    for e in got.values():
+        assert VIGNETTE[e.start:e.end] == e.text and e.current and e.origin == "rules"
+    assert got["SYMP:0000613"].concept_name == "fever"
+    # the words inside a measurement are not findings of their own ("blood pressure", "RA" = rheumatoid arthritis)
+    assert not by_concept(ex, "SYMP:0020063") and not by_concept(ex, "DOID:7148")
+    assert ex.age_years == 45 and ex.sex == "female"
+
+
+def test_normal_vitals_give_no_entity(mee):
+    ex = mee.extract("Vitals: T 37.0 °C, pulse 80/min, RR 16, BP 120/80 mm Hg, SpO2 98% RA.")
+    assert ex.entities == []
+
+
+def test_a_temperature_is_not_an_age(mee):
+    ex = mee.extract("Cough; temp 101 F.")
+    assert ex.age_years is None and ex.sex is None
+    assert [e.concept_id for e in ex.entities] == ["SYMP:0000614", "SYMP:0000613"]
+
+
+def test_measured_values_ignore_negation_cues_and_phrases_keep_them(mee):
+    ex = mee.extract("He has no murmurs, and his pulse is 120/min. There is no ST elevation.")
+    [tachy] = by_concept(ex, "SYMP:0000529")
+    [st] = by_concept(ex, "HP:0012251")
+    assert not tachy.negated and st.negated and st.text == "ST elevation"
+
+
+def test_same_concept_listed_once(mee):
+    ex = mee.extract("Fever for 2 days. Her temperature is 39.2°C.")
+    [fever] = by_concept(ex, "SYMP:0000613")
+    assert fever.text == "Fever"
+
+
+def test_finding_outside_the_vocabulary_keeps_its_name(mee):
+    ex = mee.extract("Blood pressure is 170/105 mm Hg.")
+    [e] = ex.entities
+    assert e.concept_id is None and e.concept_name == "Increased blood pressure" and e.category == "symptom"
+
+
+def test_history_line_is_past_history(mee):
+    text = "A 60-year-old man. Chief complaint: chest pain.\nHistory: obesity; smokes cigarettes; heart failure."
+    ex = mee.extract(text)
+    [hf] = by_concept(ex, "SYMP:0000292")
+    [obesity] = [e for e in ex.entities if e.text == "obesity"]
+    [pain] = by_concept(ex, "SYMP:0000576")
+    assert hf.historical and obesity.historical and hf.section == obesity.section == "past_medical_history"
+    assert pain.current and pain.section == "chief_complaint"
+    pos, neg = ranking_findings(ex)
+    assert [e.concept_id for e in pos] == ["SYMP:0000576"] and neg == []
+
+
+@pytest.mark.parametrize("text", [
+    "Past medical history: hypertension. She presents with chest pain.",
+    "PMH: hypertension\nHPI: chest pain since this morning.",
+    "Medical history is significant for hypertension. She now has chest pain.",
+])
+def test_history_reaches_no_further_than_its_line_or_sentence(mee, text):
+    ex = mee.extract(text)
+    [htn] = by_concept(ex, "DOID:10763")
+    [pain] = by_concept(ex, "SYMP:0000576")
+    assert htn.historical and not pain.historical
+
+
+def test_family_history_section_reach(mee):
+    ex = mee.extract("Family history: asthma. She presents with wheezing.")
+    [asthma] = by_concept(ex, "DOID:2841")
+    [wheeze] = by_concept(ex, "SYMP:0000604")
+    assert asthma.family and not asthma.historical and wheeze.current
+
+
+def test_past_and_present_mentions_of_one_concept_are_both_kept(mee):
+    ex = mee.extract("History: heart failure.\nNow presents with heart failure and cough.")
+    hf = by_concept(ex, "SYMP:0000292")
+    assert [e.historical for e in hf] == [True, False]
+    assert "SYMP:0000292" in [e.concept_id for e in ranking_findings(ex)[0]]
+
+
+def test_header_words_in_prose_open_no_section(mee):
+    # "allergies" (a default header without a colon) inside the history line does not end the history section
+    ex = mee.extract("History: family history of allergies; asthma.\nCough; vital signs are normal; wheezing.")
+    [asthma] = by_concept(ex, "DOID:2841")
+    [wheeze] = by_concept(ex, "SYMP:0000604")
+    assert asthma.historical and asthma.section == "past_medical_history"
+    assert wheeze.current and wheeze.section is None
+
+
+def test_section_headers_are_not_entities(mee):
+    ex = mee.extract("Allergies: none. Cough.")
+    assert [e.text for e in ex.entities] == ["Cough"]
+
+
+def test_current_and_positive():
+    e = Entity(text="asthma", category="disease", historical=True)
+    assert e.positive and not e.current
+    ex = Extraction(entities=[e, Entity(text="cough", category="symptom", concept_id="SYMP:0000614")])
+    assert [x.text for x in ex.positive()] == ["asthma", "cough"] and [x.text for x in ex.current()] == ["cough"]
+
+
+class _Index:
+    """An empty index: no entity matches, no chunks."""
+
+    def status(self) -> dict:
+        return {"counts": {"entities": {}}}
+
+    def entity_search_many(self, keys, **_kw) -> list[dict]:
+        return [{} for _ in keys]
+
+    def search(self, _query, **_kw) -> list:
+        return []
+
+
+class _RecordingRanker:
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[Entity], list[Entity]]] = []
+
+    def rank(self, findings, negated, **_kw) -> list:
+        self.calls.append((list(findings), list(negated)))
+        return []
+
+
+def test_hki_ranks_only_findings_of_the_present_illness(mee):
+    from agents.hki import HKI, RetrievalParams
+
+    text = "History: heart failure; asthma.\nChief complaint: chest pain and cough. No fever."
+    ex = mee.extract(text)
+    ranker = _RecordingRanker()
+    HKI(_Index(), kg=None, ranker=ranker).retrieve(ex, text, RetrievalParams(sources=("G",), chunk_k=0))
+    [(findings, negated)] = ranker.calls
+    assert [e.concept_id for e in findings] == ["SYMP:0000576", "SYMP:0000614"]
+    assert [e.concept_id for e in negated] == ["SYMP:0000613"]

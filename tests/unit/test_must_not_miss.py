@@ -1,0 +1,258 @@
+"""The must-not-miss rule engine on a small in-memory knowledge graph (real :class:`KnowledgeGraph` look-ups over a
+handful of concepts) and a small rule file; the graph node, the result, the audit record and the CLI line."""
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+import yaml
+
+from agents.must_not_miss import MustNotMiss, MustNotMissError, load_rules
+from agents.types import DifferentialItem, Draft, Entity, Extraction, MustNotMissItem
+from clinicalrag.commands.ask import must_not_miss_lines, render
+from graph import nodes
+from graph.result import audit_record
+from knowledge.kg.graph import KnowledgeGraph
+
+CONCEPTS = {
+    # id: (name, category, synonyms)
+    "SYMP:1": ("chest pain", "symptom", []),
+    "HP:1": ("Chest pain", "phenotype", []),
+    "SYMP:2": ("pleuritic chest pain", "symptom", []),
+    "SYMP:3": ("headache", "symptom", ["cephalalgia"]),
+    "SYMP:4": ("back pain", "symptom", ["backache"]),
+    "SYMP:5": ("abdominal pain", "symptom", []),
+    "SYMP:6": ("fever", "symptom", []),
+    "DOID:1": ("aortic dissection", "disease", []),
+    "DOID:2": ("pulmonary embolism", "disease", []),
+    "DOID:3": ("myocardial infarction", "disease", ["heart attack"]),
+    "DOID:4": ("acute myocardial infarction", "disease", []),
+    "DOID:5": ("temporal arteritis", "disease", ["giant cell arteritis"]),
+    "DOID:6": ("ectopic pregnancy", "disease", []),
+    "DOID:7": ("intermediate coronary syndrome", "disease", []),
+    "HP:9": ("Anaphylactic shock", "phenotype", ["Anaphylaxis"]),
+}
+EDGES = [("SYMP:1", "HP:1", "xref"), ("HP:1", "SYMP:1", "xref"), ("SYMP:2", "SYMP:1", "is_a"),
+         ("DOID:4", "DOID:3", "is_a")]
+
+RULES = {"version": 1, "rules": [
+    {"id": "chest-pain", "complaint": "chest pain", "findings": ["chest pain"],
+     "reason": "acute chest pain", "citation": "Chest pain guideline 2021.",
+     "diagnoses": [{"id": "DOID:3", "name": "myocardial infarction", "label": "acute coronary syndrome",
+                    "also": ["DOID:7"]},
+                   {"id": "DOID:2", "name": "pulmonary embolism"},
+                   {"id": "DOID:1", "name": "aortic dissection"}]},
+    {"id": "chest-and-back", "complaint": "chest pain with back pain", "findings": ["SYMP:1"], "with": ["backache"],
+     "reason": "pain through to the back", "citation": "Aortic guideline 2022.",
+     "diagnoses": [{"id": "DOID:1", "name": "aortic dissection"}]},
+    {"id": "headache-over-50", "complaint": "headache after 50", "findings": ["cephalalgia"], "age_min": 50,
+     "reason": "new headache after 50", "citation": "Arteritis guideline 2020.",
+     "diagnoses": [{"id": "DOID:5", "name": "temporal arteritis", "label": "giant cell arteritis"}]},
+    {"id": "abdominal-pain-woman", "complaint": "abdominal pain in a woman", "findings": ["abdominal pain"],
+     "sex": "female", "age_min": 12, "age_max": 52, "reason": "childbearing age", "citation": "Ectopic guideline 2019.",
+     "diagnoses": [{"id": "DOID:6", "name": "ectopic pregnancy"}]},
+    {"id": "anaphylaxis", "complaint": "x", "findings": ["fever"], "reason": "r", "citation": "c 2021.",
+     "diagnoses": [{"id": "HP:9", "name": "Anaphylactic shock", "label": "anaphylaxis", "kg_category": "phenotype"}]},
+]}
+
+
+@pytest.fixture(scope="module")
+def kg() -> KnowledgeGraph:
+    g = nx.MultiDiGraph()
+    for cid, (name, cat, syns) in CONCEPTS.items():
+        g.add_node(cid, name=name, category=cat, synonyms=syns, synonym_scopes=["EXACT"] * len(syns), definition=None,
+                   xrefs={}, sources=["test"])
+    for u, v, rel in EDGES:
+        g.add_edge(u, v, key=rel, relation=rel, source="test", license="CC0-1.0")
+    return KnowledgeGraph(g, "test")
+
+
+def _rules_file(tmp_path, data=RULES):
+    p = tmp_path / "rules.yaml"
+    p.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def mnm(kg, tmp_path) -> MustNotMiss:
+    m = MustNotMiss.from_kg(kg, _rules_file(tmp_path))
+    assert m.problems == []
+    return m
+
+
+def _ex(*findings: tuple[str, str], age: float | None = None, sex: str | None = None, **flags) -> Extraction:
+    ents = [Entity(text=t, category="symptom", concept_id=cid, **flags) for t, cid in findings]
+    return Extraction(entities=ents, age_years=age, sex=sex)
+
+
+def _names(items: list[MustNotMissItem]) -> list[str]:
+    return [i.name for i in items]
+
+
+def test_a_finding_fires_its_rule(mnm):
+    items = mnm.check(_ex(("chest pain", "SYMP:1"), age=58, sex="male"))
+    assert _names(items) == ["acute coronary syndrome", "pulmonary embolism", "aortic dissection"]
+    ad = items[2]
+    assert ad.concept_id == "DOID:1" and ad.triggers == ["chest pain"] and ad.trigger_ids == ["SYMP:1"]
+    assert ad.reason == "acute chest pain" and ad.citation == "Chest pain guideline 2021."
+    assert ad.rules == ["chest-pain"] and not ad.in_differential and ad.rank is None and ad.conditions == []
+
+
+def test_findings_match_through_cross_references_and_parents(mnm):
+    assert "aortic dissection" in _names(mnm.check(_ex(("chest pain", "HP:1"))))              # xref
+    assert "aortic dissection" in _names(mnm.check(_ex(("pleuritic chest pain", "SYMP:2"))))  # is_a chest pain
+
+
+@pytest.mark.parametrize("flag", ["negated", "historical", "family", "hypothetical"])
+def test_findings_that_are_not_current_and_positive_fire_nothing(mnm, flag):
+    assert mnm.check(_ex(("chest pain", "SYMP:1"), **{flag: True})) == []
+
+
+def test_no_findings_no_items(mnm):
+    assert mnm.check(None) == [] and mnm.check(Extraction()) == []
+    assert mnm.check(Extraction(entities=[Entity(text="chest pain", category="symptom")])) == []   # no concept id
+
+
+def test_a_second_finding_group_makes_a_rule_more_specific(mnm):
+    items = mnm.check(_ex(("chest pain", "SYMP:1"), ("back pain", "SYMP:4"), age=58))
+    first = items[0]
+    assert first.name == "aortic dissection"                           # the more specific rule comes first
+    assert first.rules == ["chest-pain", "chest-and-back"]
+    assert first.triggers == ["chest pain", "back pain"] and first.reason == "pain through to the back"
+    assert first.citation == "Aortic guideline 2022.; Chest pain guideline 2021."
+    assert _names(items).count("aortic dissection") == 1               # one item per diagnosis
+
+
+def test_age_and_sex_conditions(mnm):
+    assert _names(mnm.check(_ex(("headache", "SYMP:3"), age=72))) == ["giant cell arteritis"]
+    assert mnm.check(_ex(("headache", "SYMP:3"), age=25)) == []
+    unknown = mnm.check(_ex(("headache", "SYMP:3")))
+    assert _names(unknown) == ["giant cell arteritis"] and unknown[0].conditions == ["if age >= 50"]
+    assert _names(mnm.check(_ex(("abdominal pain", "SYMP:5"), age=28, sex="female"))) == ["ectopic pregnancy"]
+    assert mnm.check(_ex(("abdominal pain", "SYMP:5"), age=28, sex="male")) == []
+    assert mnm.check(_ex(("abdominal pain", "SYMP:5"), age=70, sex="female")) == []
+    who = mnm.check(_ex(("abdominal pain", "SYMP:5")))
+    assert who[0].conditions == ["if age 12-52", "if female"]
+
+
+def test_items_with_unsettled_conditions_come_last(mnm):
+    items = mnm.check(_ex(("headache", "SYMP:3"), ("chest pain", "SYMP:1")))
+    assert items[-1].name == "giant cell arteritis" and items[-1].conditions
+
+
+def test_items_in_the_differential_are_still_listed_with_their_rank(mnm):
+    ex = _ex(("chest pain", "SYMP:1"))
+    dd = [DifferentialItem(rank=1, diagnosis="pericarditis", concept_id="DOID:99"),
+          DifferentialItem(rank=2, diagnosis="acute myocardial infarction", concept_id="DOID:4"),   # a kind of MI
+          DifferentialItem(rank=3, diagnosis="Pulmonary embolism")]                                # LLM, no id
+    items = {i.concept_id: i for i in mnm.check(ex, dd)}
+    assert set(items) == {"DOID:3", "DOID:2", "DOID:1"}
+    assert (items["DOID:3"].in_differential, items["DOID:3"].rank) == (True, 2)
+    assert (items["DOID:2"].in_differential, items["DOID:2"].rank) == (True, 3)
+    assert (items["DOID:1"].in_differential, items["DOID:1"].rank) == (False, None)
+    # the same clinical entity under another id ("also")
+    also = mnm.check(ex, [DifferentialItem(rank=4, diagnosis="unstable angina", concept_id="DOID:7")])
+    assert next(i for i in also if i.concept_id == "DOID:3").rank == 4
+
+
+def test_problems_are_reported_and_left_out(kg, tmp_path):
+    bad = {"version": 1, "rules": [
+        {"id": "r", "complaint": "c", "findings": ["no such finding", "chest pain"], "reason": "r", "citation": "c.",
+         "diagnoses": [{"id": "DOID:1", "name": "dissection of the aorta"},
+                       {"id": "DOID:404", "name": "missing"},
+                       {"id": "HP:9", "name": "Anaphylactic shock"},
+                       {"id": "DOID:2", "name": "pulmonary embolism", "also": ["DOID:405"]}]}]}
+    m = MustNotMiss(load_rules(_rules_file(tmp_path, bad)), kg)
+    assert m.problems == [
+        "rule r: trigger 'no such finding' matches no concept of the knowledge graph",
+        "rule r: DOID:1 is named 'aortic dissection' in the knowledge graph, not 'dissection of the aorta'",
+        "rule r: diagnosis DOID:404 (missing) is not in the knowledge graph",
+        "rule r: HP:9 (Anaphylactic shock) is a phenotype, not a disease",
+        "rule r: DOID:405 (also of DOID:2) is not in the knowledge graph"]
+    # the trigger that resolved still fires; the diagnoses are listed as written (never silently dropped)
+    assert _names(m.check(_ex(("chest pain", "SYMP:1")))) == ["dissection of the aorta", "missing",
+                                                              "Anaphylactic shock", "pulmonary embolism"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.pop("citation"), "citation"),
+    (lambda r: r.update(reason="  "), "must not be empty"),
+    (lambda r: r.update(diagnoses=[]), "diagnoses"),
+    (lambda r: r.update(findings=[]), "findings"),
+    (lambda r: r.update(colour="red"), "colour"),
+    (lambda r: r.update(age_min=60, age_max=50), "age_min"),
+    (lambda r: r.update(sex="other"), "sex"),
+])
+def test_the_file_format_is_checked(tmp_path, change, message):
+    data = yaml.safe_load(yaml.safe_dump(RULES))
+    change(data["rules"][0])
+    with pytest.raises(MustNotMissError, match=message):
+        load_rules(_rules_file(tmp_path, data))
+
+
+def test_rule_ids_are_unique_and_the_file_must_exist(tmp_path):
+    data = yaml.safe_load(yaml.safe_dump(RULES))
+    data["rules"].append(data["rules"][0])
+    with pytest.raises(MustNotMissError, match="used twice"):
+        load_rules(_rules_file(tmp_path, data))
+    with pytest.raises(MustNotMissError, match="cannot read"):
+        load_rules(tmp_path / "missing.yaml")
+
+
+def test_the_packaged_file_follows_the_format():
+    rules = load_rules()
+    assert 25 <= len(rules) <= 40
+    assert all(r.citation and r.reason and r.diagnoses for r in rules)
+
+
+# ---- the graph node, the result, the audit record, the CLI ------------------------------------------------------
+
+def test_the_node_lists_the_items_beside_the_differential(mnm, resources, runtime):
+    resources.__dict__["must_not_miss"] = mnm            # the cached resource, without loading a real graph
+    draft = Draft(differential=[DifferentialItem(rank=1, diagnosis="aortic dissection", concept_id="DOID:1")],
+                  text=("### Differential diagnosis\n#### 1. aortic dissection\n"
+                        "### Suggested next steps\n- CT angiogram"))
+    state = {"message": "m", "presentation": "58-year-old man with chest pain", "draft": draft,
+             "extraction": _ex(("chest pain", "SYMP:1"), age=58, sex="male"), "evidence": [], "events": []}
+    up = nodes.must_not_miss(state, runtime())
+    items = up["must_not_miss"]
+    assert [(i.name, i.rank) for i in items] == [("acute coronary syndrome", None), ("pulmonary embolism", None),
+                                                 ("aortic dissection", 1)]
+    assert up["events"][0]["node"] == "must_not_miss"
+    assert up["events"][0]["summary"]["in_differential"] == 1
+    state.update(must_not_miss=items)
+    result = nodes.finalize(state, runtime(use_verifier=False))["result"]
+    assert [i["name"] for i in result["must_not_miss"]][-1] == "aortic dissection"
+    record = audit_record(state, result, [], "test")
+    assert record["must_not_miss"][-1] == {"id": "DOID:1", "name": "aortic dissection", "triggers": ["chest pain"],
+                                           "rules": ["chest-pain"], "conditions": [], "rank": 1}
+    text = render(result)
+    line = next(x for x in text.splitlines() if x.startswith("Must not miss: "))
+    assert line == ("Must not miss: acute coronary syndrome (chest pain); pulmonary embolism (chest pain); "
+                    "aortic dissection (chest pain; #1 in the differential)")
+    assert text.index("Must not miss:") < text.index("Suggested next steps")   # under the differential
+
+
+def test_a_broken_rule_file_is_a_warning_not_a_failed_run(resources, runtime):
+    class Broken:
+        def check(self, *_):
+            raise MustNotMissError("must-not-miss rules: rules.yaml does not follow the format")
+
+    resources.__dict__["must_not_miss"] = Broken()
+    up = nodes.must_not_miss({"extraction": _ex(("chest pain", "SYMP:1")), "events": []}, runtime())
+    assert up["must_not_miss"] == [] and "must-not-miss list unavailable" in up["warnings"][0]
+
+
+def test_the_cli_lines_group_reasons_and_show_conditions():
+    items = [MustNotMissItem(concept_id="DOID:1", name="aortic dissection", reason="r1", citation="c1",
+                             triggers=["chest pain", "back pain"], rank=3, in_differential=True),
+             MustNotMissItem(concept_id="DOID:2", name="pulmonary embolism", reason="r1", citation="c1",
+                             triggers=["chest pain"]),
+             MustNotMissItem(concept_id="DOID:5", name="giant cell arteritis", reason="r2", citation="c2",
+                             triggers=["headache"], conditions=["if age >= 50"])]
+    assert must_not_miss_lines([i.model_dump() for i in items]) == [
+        "",
+        ("Must not miss: aortic dissection (chest pain, back pain; #3 in the differential); pulmonary embolism "
+         "(chest pain); giant cell arteritis (headache; if age >= 50)"),
+        "  - aortic dissection, pulmonary embolism: r1 [c1]",
+        "  - giant cell arteritis: r2 [c2]"]
+    assert must_not_miss_lines([]) == []
