@@ -105,7 +105,7 @@ _MENDS = [
     (re.compile(r"\bhas_material_basis_in(?=(?:homozygous|compound|heterozygous)\b)"), "has_material_basis_in "),
     (re.compile(r"\bhas_material_basis_(?=(?:homozygous|heterozygous|insufficient)\b)"), "has_material_basis_in "),
     (re.compile(r"\bhas[_ ]material[_ ]basis(?:_in\b|\s+in\b|\b(?!_))"), "has_material_basis_in"),
-    (re.compile(r"\bhas symptom\b"), "has_symptom"),
+    (re.compile(r"\bhas ?_? ?symptom\b"), "has_symptom"),   # "has symptom", "has _symptom", "has_ symptom"
     (re.compile(r"\bis_located_in\b"), "is located_in"),
 ]
 _RELATION_TOKEN = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")

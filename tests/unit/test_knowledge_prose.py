@@ -246,3 +246,9 @@ def test_the_extractive_answer_cites_statements_only():
     text = GARD[: GARD.index(" If the")]
     assert _cite_each(text, "[B:x#0]") == ("The Human Phenotype Ontology provides the following list of signs and "
                                           "symptoms for Spinocerebellar ataxia 12. [B:x#0]")
+
+
+def test_space_split_relation_names_are_mended():
+    """Seen in the Disease Ontology: "has _symptom" (a stray space before the underscore)."""
+    out = prose_definition("A viral infectious disease. The infection has _symptom fever, muscle pain and cough.")
+    assert "_" not in out and "presents with fever, muscle pain and cough" in out
