@@ -222,7 +222,8 @@ def _short(value: Any) -> str:
 
 
 def _comparisons(summaries: list[Summary], baseline: str | None) -> list[tuple[str, tuple[str, str], tuple[str, str]]]:
-    """(dataset, (system A, model A), (system B, model B)) to compare: direct vs pipeline per model, then each
+    """(dataset, (system A, model A), (system B, model B)) to compare: direct vs pipeline per model (vs the offline
+    pipeline when the model ran no pipeline), then each
     system against the baseline of the same dataset and model. Systems run without an LLM (model "none") are
     compared against the baseline under every model when the baseline was not run without one."""
     out: list[tuple[str, tuple[str, str], tuple[str, str]]] = []
@@ -237,10 +238,14 @@ def _comparisons(summaries: list[Summary], baseline: str | None) -> list[tuple[s
     for dataset in dict.fromkeys(s.dataset for s in summaries):
         here = [s for s in summaries if s.dataset == dataset]
         models = list(dict.fromkeys(s.model for s in here))
+        offline = {s.system for s in here if s.model == "none"}
         for model in models:
             systems = [s.system for s in here if s.model == model]
             if "direct" in systems and "pipeline" in systems:
                 add(dataset, ("direct", model), ("pipeline", model))
+            elif "direct" in systems and model != "none" and "pipeline" in offline:
+                # the model alone against the offline pipeline on the same cases
+                add(dataset, ("direct", model), ("pipeline", "none"))
         for model in models:
             systems = [s.system for s in here if s.model == model]
             base = baseline if baseline in systems else "pipeline" if "pipeline" in systems else systems[0]

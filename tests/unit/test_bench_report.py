@@ -231,3 +231,27 @@ def test_a_sample_is_its_own_dataset_row():
     assert dataset_label({"dataset": {"name": "ddxplus", "size": 2611, "sampled": False, "seed": 0}}) is None
     assert dataset_label({"dataset": {"name": "ddxplus", "size": 490, "sampled": True, "seed": 0}}) == \
         "ddxplus (n=490, seed 0)"
+
+
+def test_direct_is_compared_with_the_offline_pipeline(tmp_path):
+    """A model's direct answers and an offline (no-LLM) pipeline run on the same cases are paired."""
+    import json
+
+    from clinicalrag.bench.report import build_report
+
+    def run(name: str, system: str, model: str, hits: list[bool]):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps({"run_id": name, "dataset": {"name": "cases", "size": 4},
+                                                     "llm": {"model": model}, "repeats": 1}))
+        recs = [{"system": system, "model": model, "dataset": "cases", "repeat": 0, "case_id": f"c{i}",
+                 "label": "x", "predictions": [{"rank": 1, "diagnosis": "x"}], "status": "ok",
+                 "match": {"strict_rank": 1 if h else None, "lenient_rank": 1 if h else None, "method": "concept"},
+                 "llm": {}, "latency_ms": 1.0} for i, h in enumerate(hits)]
+        (d / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        return d
+
+    md = build_report([run("q", "direct", "m", [True, True, False, False]),
+                       run("o", "pipeline", "none", [True, False, False, False])], tmp_path / "rep", plots=False)
+    rows = [x for x in md.read_text().splitlines() if x.startswith("| cases | direct [m] | pipeline [none] |")]
+    assert len(rows) == 1 and "| 50.0 | 25.0 | -25.0 |" in rows[0]
