@@ -538,6 +538,16 @@ def _panel_labels(summaries: list[Summary]) -> list[str]:
     return [_label(s.system, s.model) if several_models else s.system for s in summaries]
 
 
+def _style_panel(ax, ys, here: list[Summary], dataset: str, xlabel: str) -> None:
+    """One horizontal-bar panel: system labels top-down, axis label, title, grid, legend outside on the right."""
+    ax.set_yticks(ys, _panel_labels(here), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(dataset, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
 def _write_plots(ctx: _Context, out: Path) -> dict[str, bool]:
     plt = _pyplot()
     datasets = list(dict.fromkeys(s.dataset for s in ctx.summaries))
@@ -568,13 +578,8 @@ def _write_plots(ctx: _Context, out: Path) -> dict[str, bool]:
                 sds = [(s.metrics.get(key) or (0.0, 0.0))[1] * 100 if s.repeats > 1 else 0.0 for s in here]
                 ax.barh([y + offset for y in ys], means, height=0.38, label=name,
                         xerr=sds if any(sds) else None, capsize=2, error_kw={"elinewidth": 0.8})
-            ax.set_yticks(ys, _panel_labels(here), fontsize=8)
-            ax.invert_yaxis()
             ax.set_xlim(0, 100)
-            ax.set_xlabel("accuracy (%)")
-            ax.set_title(dataset, fontsize=10)
-            ax.grid(axis="x", alpha=0.3)
-            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            _style_panel(ax, ys, here, dataset, "accuracy (%)")
         save(fig, ACCURACY_PNG)
     finally:
         plt.close(fig)
@@ -621,12 +626,7 @@ def _write_plots(ctx: _Context, out: Path) -> dict[str, bool]:
                 positive = [v for v in values if v > 0]
                 if positive and max(positive) / min(positive) > 100:
                     ax.set_xscale("log")
-                ax.set_yticks(ys, _panel_labels(here), fontsize=8)
-                ax.invert_yaxis()
-                ax.set_xlabel("latency per case (s)")
-                ax.set_title(dataset, fontsize=10)
-                ax.grid(axis="x", alpha=0.3)
-                ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+                _style_panel(ax, ys, here, dataset, "latency per case (s)")
             save(fig, LATENCY_PNG)
         finally:
             plt.close(fig)
