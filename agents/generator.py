@@ -14,7 +14,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, Field
 
 from .textutil import fence, is_question, sentences, terms
-from .types import Candidate, DifferentialItem, Draft, Evidence, Extraction, Sentence
+from .types import Candidate, DifferentialItem, Disagreement, Draft, Evidence, Extraction, Sentence
 
 INSUFFICIENT = "Insufficient evidence — escalate to clinician."
 _TESTY = re.compile(r"\b(test|tests|testing|scan|x-ray|xray|radiograph|ct|mri|ultrasound|biopsy|culture|blood|urine|"
@@ -48,6 +48,14 @@ class _LLMDraft(BaseModel):
     insufficient: bool = False
 
 
+class LLMRanking(BaseModel):
+    """What the generator asks the model for on the pipeline path: the candidates it keeps, in its order, each
+    with a cited rationale (the next steps come from the reference texts, so the reply stays short)."""
+
+    differential: list[_DxItem] = Field(default_factory=list)
+    insufficient: bool = False
+
+
 # the extractive composer's likelihood words, by a candidate's score relative to the top candidate's
 LIKELIHOOD_HIGH = 0.75
 LIKELIHOOD_MODERATE = 0.4
@@ -55,9 +63,14 @@ LIKELIHOOD_MODERATE = 0.4
 
 class Generator:
     def __init__(self, llm=None, differential_k: int = 5, max_input_tokens: int = 4096,
-                 count_tokens: Callable[[str], int] | None = None, reserve_output_tokens: int = 768):
+                 count_tokens: Callable[[str], int] | None = None, reserve_output_tokens: int = 768,
+                 generator_weight: float = 1.0, llm_evidence: int = 10, llm_max_tokens: int = 320):
         self.llm = llm
         self.k = differential_k
+        self.generator_weight = generator_weight   # the model's own order, fused with the candidates' scores
+        self.llm_evidence = llm_evidence           # evidence sentences in the generator's prompt at most
+        self.llm_max_tokens = llm_max_tokens
+        self.llm_words = 60                        # words of each evidence sentence shown to the model
         self.max_input_tokens = max_input_tokens
         self.reserve = min(reserve_output_tokens, max_input_tokens // 3)
         if count_tokens is None:
@@ -89,13 +102,18 @@ class Generator:
         info: dict = {}
         if not evidence or not sentences_:
             return Draft(text=INSUFFICIENT, insufficient=True), warnings, info
-        if self.llm is not None and getattr(self.llm, "enabled", False):
-            draft, info, err = self._llm(presentation, candidates, sentences_, evidence, attempt)
-            if draft is not None:
-                return draft, warnings, info
-            warnings.append(f"generator: LLM unavailable ({err}); extractive answer from the knowledge graph ranking")
         kept = self.budget(presentation, sentences_)
-        return self._extractive(candidates, kept, evidence), warnings, info
+        extractive = self._extractive(candidates, kept, evidence)
+        draft = extractive
+        if self.llm is not None and getattr(self.llm, "enabled", False):
+            ranking, info, err = self._llm(presentation, candidates, sentences_, evidence, attempt)
+            if ranking is not None:
+                draft = self.merge(ranking, extractive, candidates, kept)
+            else:
+                warnings.append(f"generator: LLM unavailable ({err}); extractive answer from the fused ranking")
+        if not draft.insufficient:
+            draft = self.with_disagreement(draft, candidates, kept, evidence)
+        return draft, warnings, info
 
     def direct(self, presentation: str) -> tuple[Draft, list[str], dict]:
         """Baseline: the LLM alone, no retrieval."""
@@ -121,18 +139,23 @@ class Generator:
 
     # ---- LLM ----------------------------------------------------------------------------------------------
     def _llm(self, presentation, candidates, sentences_, evidence, attempt):
+        """(the model's ranking as differential items, prompt info, error). The model orders the candidates (it
+        may add one the evidence supports) and cites the evidence blocks; the caller fuses its order with the
+        candidates' scores (:meth:`merge`)."""
         from .prompts import load_prompt
 
         system = load_prompt("generate_system", k=str(self.k))
-        cand_lines = "\n".join(f"- {c.name} ({c.concept_id}); knowledge-graph score {c.score:.2f}; "
-                               f"evidence: {', '.join(c.supporting[:4]) or 'none'}" for c in candidates[: self.k * 2])
+        cand_lines = "\n".join(candidate_line(c) for c in candidates[: self.k + 3])
         fixed = self.count(system) + self.count(cand_lines) + 200
-        kept = self.budget(presentation, sentences_, fixed)
+        kept = self.budget(presentation, _for_prompt(sentences_, candidates[: self.k + 3], evidence,
+                                                     self.llm_evidence), fixed)
         retry = ("A previous draft failed verification: cite only the ids above and state only what they say."
                  if attempt else "")
 
         def build(kept_):
-            listing = "\n".join(f"<<<EVIDENCE id={s.evidence_id}>>>\n{fence(s.full)}\n<<<END>>>" for s in kept_)
+            # short ids (E1, E2, ...) in the prompt: a small model copies them reliably, and they cost few tokens
+            listing = "\n".join(f"<<<EVIDENCE id=E{i}>>>\n{fence(_clip_words(s.full, self.llm_words))}\n<<<END>>>"
+                                 for i, s in enumerate(kept_, 1))
             user = load_prompt("generate_user", presentation=fence(presentation), candidates=cand_lines or "- none",
                                evidence=listing, retry=retry)
             return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -141,43 +164,116 @@ class Generator:
         fits = getattr(self.llm, "fits", None)
         if fits is not None:   # the endpoint's own token count decides; shrink the evidence until it fits
             for _ in range(6):
-                ok, n = fits(msgs, _LLMDraft)
+                ok, n = fits(msgs, LLMRanking)
                 if ok or not kept:
                     break
                 cut = max(1, int(len(kept) * (1 - (self.max_input_tokens / n)) + 0.2 * len(kept)))
                 kept = kept[: max(0, len(kept) - cut)]
                 msgs = build(kept)
         user = msgs[1]["content"]
-        res = self.llm.structured(msgs, _LLMDraft, tag="generate")
+        res = self.llm.structured(msgs, LLMRanking, tag="generate", max_tokens=self.llm_max_tokens)
         info = {"messages": msgs, "raw": getattr(res, "raw", None), "evidence_in_prompt": len(kept),
                 "prompt_tokens_counted": self.count(system) + self.count(user)}
         if res.value is None:
             return None, info, res.error
-        v = res.value
-        spans = {s.evidence_id: s.span for s in kept}
+        alias = {f"E{i}": s.evidence_id for i, s in enumerate(kept, 1)}
+        known = {s.evidence_id for s in kept}
         items = []
-        for d in v.differential[: self.k]:
-            if not d.diagnosis.strip():
+        for d in res.value.differential[: self.k + 2]:
+            name = d.diagnosis.strip()
+            if not name:
                 continue
-            items.append(DifferentialItem(rank=len(items) + 1, diagnosis=d.diagnosis.strip(),
-                                          concept_id=_match_candidate(d.diagnosis, candidates),
+            cits = list(dict.fromkeys(alias.get(c.strip().strip("[]").strip().upper(), c.strip().strip("[]"))
+                                      for c in d.citations))
+            items.append(DifferentialItem(rank=len(items) + 1, diagnosis=name,
+                                          concept_id=_match_candidate(name, candidates),
                                           likelihood=d.likelihood, rationale=d.rationale.strip(),
-                                          citations=[c.strip().strip("[]") for c in d.citations]))
-        if v.insufficient or not items:
-            return Draft(text=INSUFFICIENT, insufficient=True, origin="llm"), info, None
-        lines = ["### Differential diagnosis (for clinician review)"]
-        for it in items:
-            lines.append(f"#### {it.rank}. {it.diagnosis} (likelihood: {it.likelihood})")
-            if it.rationale:
-                lines.append(f"   {_cite_each(it.rationale, cite(it.citations, spans))}")
-        steps = []
-        if v.next_steps:
-            lines.append("### Suggested next steps")
-            for st in v.next_steps[:5]:
-                line = f"{st.text.strip()} {cite([c.strip().strip('[]') for c in st.citations], spans)}".rstrip()
-                steps.append(line)
-                lines.append(f"- {line}")
-        return Draft(differential=items, next_steps=steps, text="\n".join(lines), origin="llm"), info, None
+                                          citations=[c for c in cits if c in known]))
+        return items, info, None
+
+    def merge(self, ranking: list[DifferentialItem], extractive: Draft, candidates: list[Candidate],
+              kept: list[Sentence]) -> Draft:
+        """The final differential: the candidates' fused scores plus ``generator_weight / (3 + rank)`` for the
+        model's own order; each diagnosis keeps the model's rationale when it cites evidence, else the extractive
+        one, else it is marked "model only, no evidence" (a model-proposed disease) or left out."""
+        spans = {s.evidence_id: s.span for s in kept}
+        by_id = {c.concept_id: c for c in candidates}
+        ext = {it.concept_id: it for it in extractive.differential if it.concept_id}
+        gen: dict[str, DifferentialItem] = {}
+        for it in ranking:
+            key = it.concept_id or f"model:{it.diagnosis.lower()}"
+            gen.setdefault(key, it)
+        gen_rank = {key: i + 1 for i, key in enumerate(gen)}
+
+        def score(key: str) -> float:
+            base = by_id[key].score if key in by_id else 0.0
+            return base + (self.generator_weight / (3.0 + gen_rank[key]) if key in gen_rank else 0.0)
+
+        order = sorted(dict.fromkeys([*by_id, *gen]), key=lambda key: -score(key))
+        items: list[DifferentialItem] = []
+        for key in order:
+            if len(items) >= self.k:
+                break
+            c, g, e = by_id.get(key), gen.get(key), ext.get(key)
+            origins = list(c.origins) if c is not None else ["model"]
+            note = f"demoted: {c.demoted}" if c is not None and c.demoted else ""
+            if g is not None and g.citations and g.rationale:
+                rationale = _cite_each(g.rationale, cite(g.citations, spans))
+                item = g.model_copy(update={"rationale": rationale})
+            elif e is not None:
+                item = e.model_copy(update={"likelihood": g.likelihood if g is not None else e.likelihood})
+            elif g is not None or (c is not None and "model" in c.origins):
+                reason = (g.rationale if g is not None else "") or _model_reason(c)
+                item = DifferentialItem(rank=0, diagnosis=g.diagnosis if g is not None else c.name,
+                                        concept_id=None if key.startswith("model:") else key, likelihood="low",
+                                        rationale="", citations=[])
+                note = "; ".join(x for x in ("model only, no evidence",
+                                             f"the model's reason (not checked): {reason}" if reason else "",
+                                             note) if x)
+            else:
+                continue
+            items.append(item.model_copy(update={"rank": len(items) + 1, "origins": origins, "note": note,
+                                                 "diagnosis": c.name if c is not None else item.diagnosis}))
+        if not items:
+            return extractive
+        return Draft(differential=items, next_steps=list(extractive.next_steps), origin="llm",
+                     text=render(items, extractive.next_steps))
+
+    def with_disagreement(self, draft: Draft, candidates: list[Candidate], kept: list[Sentence],
+                          evidence: list[Evidence]) -> Draft:
+        """When the model proposed a first choice other than the knowledge-based ranking's, say so in the answer
+        and show the evidence for each (quoted and cited), or that there is none."""
+        model_first = next((c for c in candidates if c.ranks.get("model") == 1), None)
+        kb = [c for c in candidates if set(c.origins) - {"model"}]
+        if model_first is None or not kb:
+            return draft
+        kb_first = max(kb, key=lambda c: c.knowledge_score)
+        if kb_first.concept_id == model_first.concept_id:
+            return draft
+        by_id = {s.evidence_id: s for s in kept}
+        ev_about = {it.concept_id: list(it.citations) for it in draft.differential if it.concept_id}
+
+        def quotes(c: Candidate) -> tuple[list[str], list[str]]:
+            ids = [i for i in ev_about.get(c.concept_id, []) if i in by_id]
+            ids += [_eid(t) for t in c.supporting if _eid(t) in by_id and _eid(t) not in ids]
+            ids += [e.id for e in evidence if c.concept_id in e.concept_ids and e.id in by_id and e.id not in ids]
+            lines = [_cite_each(by_id[i].text, cite([i], {i: by_id[i].span})) for i in ids[:2]]
+            return ids[:2], [ln for ln in lines if ln]
+
+        m_ids, m_lines = quotes(model_first)
+        k_ids, k_lines = quotes(kb_first)
+        final_first = draft.differential[0].diagnosis if draft.differential else ""
+        dis = Disagreement(model_first=model_first.name, model_concept_id=_real_id(model_first.concept_id),
+                           model_evidence=m_ids, kg_first=kb_first.name, kg_concept_id=kb_first.concept_id,
+                           kg_evidence=k_ids, final_first=final_first)
+        lines = ["### The language model and the knowledge-based ranking disagree",  # answer.DISAGREEMENT_HEADING
+                 f"##### The model's first choice: {model_first.name}"]
+        lines += [f"   {ln}" for ln in m_lines] or ["##### (no evidence about it in the knowledge base)"]
+        lines.append(f"##### The knowledge-based first choice: {kb_first.name}")
+        lines += [f"   {ln}" for ln in k_lines] or ["##### (no quotable evidence about it)"]
+        lines.append(f"##### The differential above puts {final_first} first.")
+        text = draft.text.rstrip() + "\n" + "\n".join(lines)
+        return draft.model_copy(update={"text": text, "disagreement": dis})
 
     # ---- extractive ---------------------------------------------------------------------------------------
     def _extractive(self, candidates: list[Candidate], kept: list[Sentence], evidence: list[Evidence]) -> Draft:
@@ -201,6 +297,15 @@ class Generator:
                       for i in support + definition[:1] + chunk_ids[:1]}
             chosen = [i for i, q in quotes.items() if q]
             if not chosen:
+                if "model" in c.origins:   # proposed by the model, nothing in the knowledge base about it
+                    reason = _model_reason(c)
+                    items.append(DifferentialItem(
+                        rank=len(items) + 1, diagnosis=c.name, concept_id=_real_id(c.concept_id), likelihood="low",
+                        origins=list(c.origins),
+                        note="; ".join(x for x in ("model only, no evidence",
+                                                   f"the model's reason (not checked): {reason}" if reason else "",
+                                                   f"demoted: {c.demoted}" if c.demoted else "") if x)))
+                    lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: low; model only, no evidence)")
                 continue
             rel = c.score / top if top else 0.0
             lik = "high" if rel >= LIKELIHOOD_HIGH else "moderate" if rel >= LIKELIHOOD_MODERATE else "low"
@@ -209,11 +314,13 @@ class Generator:
                 if by_id[i].lead:   # where a quote comes from: a heading line, not a claim
                     parts.append(f"##### {by_id[i].lead}")
                 parts.append(quotes[i])
-            items.append(DifferentialItem(rank=len(items) + 1, diagnosis=c.name, concept_id=c.concept_id,
+            items.append(DifferentialItem(rank=len(items) + 1, diagnosis=c.name, concept_id=_real_id(c.concept_id),
                                           likelihood=lik, rationale=" ".join(p for p in parts if not p.startswith("#")),
-                                          citations=chosen))
+                                          citations=chosen, origins=list(c.origins),
+                                          note=f"demoted: {c.demoted}" if c.demoted else ""))
             used.update(chosen)
-            lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: {lik}; score {c.score:.2f})")
+            lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: {lik}; score {c.score:.2f}"
+                         f"{'; ' + origin_words(c.origins) if 'model' in c.origins else ''})")
             lines.extend(f"   {p}" for p in parts)
         if not items:
             # no rankable disease: report the most relevant reference passages, and escalate
@@ -275,3 +382,92 @@ def _match_candidate(name: str, candidates: list[Candidate]) -> str | None:
         if terms(c.name) == t:
             return c.concept_id
     return None
+
+
+_ORIGIN_WORDS = {"model": "the language model", "kg": "the knowledge graph", "text": "the reference texts",
+                 "pages": "the disease pages"}
+
+
+def origin_words(origins: list[str]) -> str:
+    """"from the language model and the knowledge graph" for ``["model", "kg"]``."""
+    words = [_ORIGIN_WORDS.get(o, o) for o in origins]
+    if not words:
+        return ""
+    return "from " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1])
+
+
+def candidate_line(c: Candidate) -> str:
+    """A candidate as the generator's prompt lists it: who proposed it, what it matches, what speaks against it."""
+    who = []
+    if "model" in c.ranks:
+        who.append(f"model #{c.ranks['model']}")
+    if "kg" in c.ranks:
+        who.append(f"knowledge graph #{c.ranks['kg']}")
+    if "pages" in c.ranks or "text" in c.ranks:
+        who.append("reference texts")
+    parts = [f"- {c.name} ({', '.join(who) or 'retrieval'})"]
+    if c.demoted:
+        parts.append(f"against: {c.demoted}")
+    return "; ".join(parts)
+
+
+def _for_prompt(sentences_: list[Sentence], candidates: list[Candidate], evidence: list[Evidence],
+                limit: int) -> list[Sentence]:
+    """At most ``limit`` evidence sentences for the model, shared out over the candidates (those about each
+    candidate first, in relevance order), then the rest by relevance."""
+    ev_by_id = {e.id: e for e in evidence}
+    usable = [s for s in sentences_ if s.text.strip()]
+    chosen: list[Sentence] = []
+    seen: set[str] = set()
+    per = max(1, limit // max(1, len(candidates))) if candidates else 0
+    for c in candidates:
+        n = 0
+        for s in usable:
+            ev = ev_by_id.get(s.evidence_id)
+            if ev is None or s.evidence_id in seen or c.concept_id not in ev.concept_ids:
+                continue
+            chosen.append(s)
+            seen.add(s.evidence_id)
+            n += 1
+            if n >= per:
+                break
+    for s in usable:
+        if len(chosen) >= limit:
+            break
+        if s.evidence_id not in seen:
+            chosen.append(s)
+            seen.add(s.evidence_id)
+    return chosen[:limit]
+
+
+def _clip_words(text: str, n: int) -> str:
+    words = text.split()
+    return text if len(words) <= n else " ".join(words[:n]) + " …"
+
+
+def _model_reason(c: Candidate | None) -> str:
+    return c.model_reason if c is not None else ""
+
+
+def _real_id(concept_id: str | None) -> str | None:
+    """A KG id, or None for a disease known only by the model's name."""
+    return None if not concept_id or concept_id.startswith("model:") else concept_id
+
+
+def render(items: list[DifferentialItem], next_steps: list[str]) -> str:
+    """The answer text of a differential: one heading per diagnosis (likelihood, where it came from) and its cited
+    rationale; then the suggested next steps."""
+    lines = ["### Differential diagnosis (for clinician review)"]
+    for it in items:
+        tags = [f"likelihood: {it.likelihood}"]
+        if "model" in it.origins:
+            tags.append(origin_words(it.origins))
+        if it.note:
+            tags.append(it.note.split(";")[0])
+        lines.append(f"#### {it.rank}. {it.diagnosis} ({'; '.join(tags)})")
+        if it.rationale:
+            lines.append(f"   {it.rationale}")
+    if next_steps:
+        lines.append("### Suggested next steps (from the retrieved references)")
+        lines.extend(f"- {s}" for s in next_steps)
+    return "\n".join(lines)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .ranker import demographic_factor, ranking_findings
 from .textutil import terms
-from .types import Candidate, Entity, Evidence, Extraction
+from .types import Candidate, Entity, Evidence, Extraction, ProposedDiagnosis
 
 USEFUL_SECTIONS = ("symptoms", "information", "exams and tests", "causes", "treatment", "complications",
                    "susceptibility", "frequency")
@@ -31,6 +31,8 @@ class RetrievalParams:
     use_entities: bool = True
     use_pages: bool = True
     page_weight: float = 1.0           # the disease-page ranking's weight in the rank fusion (KG ranking = 1)
+    model_weight: float = 2.0          # the language model's proposal ranking's weight (when it proposed)
+    contradiction_penalty: float = 0.35  # a model-proposed candidate loses this share per absent expected finding
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
 
@@ -42,7 +44,9 @@ class RetrievalParams:
         return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
-                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0))
+                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0),
+                   model_weight=getattr(cfg, "model_weight", 2.0),
+                   contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35))
 
 
 @dataclass(frozen=True)
@@ -182,7 +186,10 @@ class HKI:
         return self._entity_roles
 
     def retrieve(self, extraction: Extraction | None, presentation: str, p: RetrievalParams,
-                 expansions: list[str] | None = None) -> HKIResult:
+                 expansions: list[str] | None = None,
+                 proposals: list[ProposedDiagnosis] | None = None) -> HKIResult:
+        """Evidence and the fused differential for a presentation. ``proposals``: the diseases a language model
+        proposed (ranked); they join the rankings and retrieval gathers evidence for and against each."""
         pool: dict[str, Evidence] = {}
         must: list[str] = []
         coverage: dict[str, list[str]] = {}
@@ -244,20 +251,24 @@ class HKI:
         # 3. KG differential ranking with explanation triples, fused with the diseases the reference texts
         #    retrieved for the whole presentation are about (score = KG score / top KG score + beta * text score)
         candidates: list[Candidate] = []
+        proposals = list(proposals or [])
+        explained: dict[str, Candidate] = {}   # KG explanations of proposed diseases outside the KG's top k
         if self.ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
             findings, negs = ranking_findings(extraction)
-            candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
-                                          age=extraction.age_years if extraction else None,
-                                          sex=extraction.sex if extraction else None)
+            k_kg = max(10, p.differential_k * 2)
+            ranked = self.ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
+                                      sex=extraction.sex if extraction else None,
+                                      also=[x.concept_id for x in proposals if x.concept_id])
+            candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
         page_rank: dict[str, int] = {}
         page_weight = p.page_weight
         if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
             page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
-        if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
+        if positives or not p.use_entities or proposals:   # no finding recognised: no text-only differential
             candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
-                                    page_weight=page_weight)
+                                    page_weight=page_weight, proposals=proposals, explained=explained)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -271,6 +282,13 @@ class HKI:
                     t = self._triple(tid)
                     if t is not None:
                         add(triple_evidence(t, rel, query=c.name), must_keep=keep)
+                if "model" in c.origins:   # a proposed disease is tested: what it expects that the patient lacks
+                    for tid in c.contradicting[:2]:
+                        t = self._triple(tid)
+                        if t is not None:
+                            ev = triple_evidence(t, rel * 0.9, query=f"against:{c.name}")
+                            ev.meta["against"] = True
+                            add(ev, must_keep=keep)
                 concept = self.kg.concept(c.concept_id)
                 if concept is not None:
                     add(concept_evidence(concept, rel * cfg.concept_scale, query=c.name), must_keep=keep)
@@ -314,51 +332,105 @@ class HKI:
 
     def _fuse(self, candidates: list[Candidate], votes: dict[str, tuple[float, str]],
               p: RetrievalParams, age: float | None = None, sex: str | None = None,
-              page_rank: dict[str, int] | None = None, page_weight: float = 1.0) -> list[Candidate]:
-        """Reciprocal-rank fusion of up to three rankings of diseases: the KG ranking, the diseases whose reference
-        chunks the whole-presentation search retrieved, and the diseases whose whole reference page (all answers
-        about them) matches the presentation best (BM25): score = 1/(k + rank_kg) + w_text/(k + rank_text) +
-        w_page/(k + rank_page). A disease the rankings agree on rises; one found only by text can enter."""
+              page_rank: dict[str, int] | None = None, page_weight: float = 1.0,
+              proposals: list[ProposedDiagnosis] | None = None,
+              explained: dict[str, Candidate] | None = None) -> list[Candidate]:
+        """Reciprocal-rank fusion of up to four rankings of diseases: the KG ranking, the diseases whose reference
+        chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
+        them) matches the presentation best (BM25), and the language model's proposal when there is one:
+        score = 1/(k + rank_kg) + w_text/(k + rank_text) + w_page/(k + rank_page) + w_model/(k + rank_model).
+        A disease the rankings agree on rises; one found only by text or only by the model can enter. A proposed
+        disease that expects findings the patient does not have is demoted (the reason is kept)."""
         page_rank = page_rank or {}
-        if not votes and not page_rank:
-            return candidates
+        proposals = proposals or []
+        explained = explained or {}
         cfg = self.config
         k = cfg.fusion_k
-        w_page = page_weight
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
+        model_rank: dict[str, int] = {}
+        model_of: dict[str, ProposedDiagnosis] = {}
+        for x in proposals:
+            did = x.concept_id or f"model:{x.name.lower()}"
+            if did not in model_rank:
+                model_rank[did], model_of[did] = x.rank, x
+        if not votes and not page_rank and not model_rank:
+            return [c.model_copy(update={"origins": ["kg"], "ranks": {"kg": i + 1}, "knowledge_score": c.score})
+                    for i, c in enumerate(candidates)]
 
-        def text_part(did: str) -> tuple[float, str]:
-            score, why = 0.0, []
-            tr, pr = text_rank.get(did), page_rank.get(did)
-            if tr:
-                score += cfg.text_weight / (k + tr)
-                why.append(f"its reference chunks rank {tr} in the text search")
-            if pr:
-                score += w_page / (k + pr)
-                why.append(f"its reference page ranks {pr} for the whole presentation")
-            return score, "; ".join(why)
+        def parts(did: str) -> tuple[float, list[str], list[str], dict[str, int]]:
+            """(fused score, reasons, origins, ranks) of a disease; ``knowledge[did]``: the score without the
+            model's part."""
+            score, why, origins, ranks = 0.0, [], [], {}
+            for key, rank, w, text in (
+                    ("kg", kg_rank.get(did), 1.0, None),
+                    ("text", text_rank.get(did), cfg.text_weight, "its reference chunks rank {r} in the text search"),
+                    ("pages", page_rank.get(did), page_weight,
+                     "its reference page ranks {r} for the whole presentation"),
+                    ("model", model_rank.get(did), p.model_weight, "the language model proposed it at rank {r}")):
+                if not rank:
+                    continue
+                ranks[key] = rank
+                origins.append(key)
+                score += w / (k + rank)
+                if key != "model":
+                    knowledge[did] = score
+                if text:
+                    why.append(text.format(r=rank))
+            return score, why, origins, ranks
+
+        knowledge: dict[str, float] = {}
+
+        def extra(did: str, ranks: dict[str, int]) -> dict:
+            x = model_of.get(did)
+            return {"knowledge_score": round(knowledge.get(did, 0.0), 4), "model_reason": x.reason if x else ""}
 
         fused: list[Candidate] = []
         for c in candidates:
-            extra, why = text_part(c.concept_id)
-            score = 1.0 / (k + kg_rank[c.concept_id]) + extra
-            fused.append(c.model_copy(update={"score": round(score, 4),
-                                              "explanation": c.explanation + (f"; {why}" if why else "")}))
-        for did in dict.fromkeys([*text_rank, *page_rank]):
+            score, why, origins, ranks = parts(c.concept_id)
+            fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
+                                              "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
+                                              **extra(c.concept_id, ranks)}))
+        for did in dict.fromkeys([*model_rank, *text_rank, *page_rank]):
             if did in kg_rank:
+                continue
+            score, why, origins, ranks = parts(did)
+            if did.startswith("model:"):
+                x = model_of[did]
+                fused.append(Candidate(concept_id=did, name=x.name, score=round(score, 4), origins=origins,
+                                       ranks=ranks, explanation="; ".join(why) + "; not in the knowledge graph",
+                                       **extra(did, ranks)))
                 continue
             concept = self.kg.concept(did)
             if concept is None:
                 continue
-            extra, why = text_part(did)
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None))
-            fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * extra, 4),
-                                   explanation=f"{why}; no knowledge-graph finding matched"))
+            known = explained.get(did)
+            if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
+                fused.append(known.model_copy(update={
+                    "score": round(factor * score, 4), "origins": origins, "ranks": ranks,
+                    "explanation": known.explanation + f"; {'; '.join(why)}", **extra(did, ranks)}))
+            else:
+                fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * score, 4),
+                                       origins=origins, ranks=ranks,
+                                       explanation=f"{'; '.join(why)}; no knowledge-graph finding matched",
+                                       **extra(did, ranks)))
+        if p.contradiction_penalty > 0:
+            names = self.kg.concept
+            for i, c in enumerate(fused):
+                if "model" in c.origins and c.contradicted:
+                    absent = [getattr(names(g), "name", g) for g in c.contradicted]
+                    fused[i] = c.model_copy(update={
+                        "score": round(c.score * (1 - p.contradiction_penalty) ** len(absent), 4),
+                        "demoted": f"expects {', '.join(absent)}, which the patient does not have"})
         fused.sort(key=lambda c: -c.score)
-        return fused[: max(10, p.differential_k * 2)]
+        n = max(10, p.differential_k * 2)
+        keep = fused[:n]
+        # every proposed disease stays in the list the generator sees (a model candidate is never silently lost)
+        keep += [c for c in fused[n:] if "model" in c.origins]
+        return keep
 
     def _triple(self, tid: str):
         try:

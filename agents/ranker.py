@@ -457,10 +457,12 @@ class KGRanker:
         return out
 
     def rank(self, findings: list[Entity], negated: list[Entity] | None = None, k: int = 10,
-             age: float | None = None, sex: str | None = None) -> list[Candidate]:
+             age: float | None = None, sex: str | None = None, also: Iterable[str] = ()) -> list[Candidate]:
         """Top-``k`` diseases for the positive ``findings`` (entities with a ``concept_id``), lowered by the
         ``negated`` ones. Entities without a concept id, or with an id the KG does not know, are ignored; a
-        positive finding that is itself a disease is matched to that disease. ``[]`` when nothing matches."""
+        positive finding that is itself a disease is matched to that disease. ``[]`` when nothing matches.
+        The diseases in ``also`` (e.g. proposed by a language model) follow the top ``k`` in score order when they
+        match any finding but rank lower (their explanation is what retrieval tests them with)."""
         cfg = self.config
         idx = self.index
         cat = idx.category
@@ -572,6 +574,9 @@ class KGRanker:
             if score > 0:
                 scored.append((score, d))
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))
+        wanted = {idx.canon.get(a, a) for a in also} - {d for _, d in top}
+        if wanted:
+            top += sorted(((sc, d) for sc, d in scored if d in wanted), key=lambda x: -x[0])
         return [self._candidate(d, s, ev[d], neg, neg_prof) for s, d in top]
 
     def _expand(self, edges: "tuple[EdgeInfo, ...] | _Via") -> tuple[EdgeInfo, ...]:

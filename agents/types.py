@@ -111,6 +111,11 @@ class Candidate(BaseModel):
     supporting: list[str] = Field(default_factory=list)    # evidence ids (triples)
     contradicting: list[str] = Field(default_factory=list)
     explanation: str = ""
+    origins: list[str] = Field(default_factory=list)         # who put it forward: "kg", "text", "pages", "model"
+    ranks: dict[str, int] = Field(default_factory=dict)      # its rank in each fused ranking (same keys)
+    demoted: str = ""                                        # why it was moved down (evidence against it)
+    knowledge_score: float = 0.0     # the fused score without the language model's part (the knowledge-based rank)
+    model_reason: str = ""           # the model's reason, when it proposed the disease (not checked)
 
 
 class Sentence(BaseModel):
@@ -135,6 +140,31 @@ class DifferentialItem(BaseModel):
     likelihood: Literal["high", "moderate", "low"] = "moderate"
     rationale: str = ""
     citations: list[str] = Field(default_factory=list)
+    origins: list[str] = Field(default_factory=list)   # "model", "kg", "text", "pages": who proposed it
+    support: str = ""        # after verification: "supported", "partly supported", "not supported", "no evidence"
+    note: str = ""           # e.g. why it was demoted, or "model only, no evidence"
+
+
+class ProposedDiagnosis(BaseModel):
+    """One diagnosis the language model proposed before retrieval, linked to the KG where its name resolves."""
+
+    rank: int
+    name: str
+    reason: str = ""
+    concept_id: str | None = None        # KG disease id (None: the KG does not know the name)
+    concept_name: str | None = None
+
+
+class Disagreement(BaseModel):
+    """The model's first choice and the knowledge-based ranking's first choice differ."""
+
+    model_first: str
+    model_concept_id: str | None = None
+    model_evidence: list[str] = Field(default_factory=list)     # evidence ids about the model's choice
+    kg_first: str
+    kg_concept_id: str | None = None
+    kg_evidence: list[str] = Field(default_factory=list)
+    final_first: str = ""
 
 
 class MustNotMissItem(BaseModel):
@@ -161,6 +191,7 @@ class Draft(BaseModel):
     text: str = ""                       # the answer with inline [evidence_id] citations
     insufficient: bool = False
     origin: Literal["llm", "extractive", "direct"] = "extractive"
+    disagreement: Disagreement | None = None   # the model's first choice vs the knowledge-based ranking's
 
 
 class ClaimCheck(BaseModel):

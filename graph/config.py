@@ -35,6 +35,15 @@ class PipelineConfig(BaseModel):
     max_presentation_chars: int = 20000             # per message; a thread keeps its latest turns within it
     max_entities: int = Field(40, ge=1, le=500)     # clinical entities used for retrieval (first ones in the text)
     max_llm_calls: int = Field(4, ge=0, le=20)      # logical LLM calls per case; past it agents go deterministic
+    # the LLM path: which agents may call the model (the rest take their deterministic path; "verify" adds the LLM
+    # judge to the deterministic verifier, "mee" and "knl" an LLM pass each), and how the model's
+    # own differential (the "propose" call) is fused with the knowledge-based rankings
+    llm_agents: list[Literal["propose", "mee", "hyde", "knl", "generate", "verify"]] = Field(
+        default_factory=lambda: ["propose", "generate"])
+    model_weight: float = Field(2.0, ge=0.0, le=20.0)       # the proposal ranking's weight (KG ranking = 1)
+    generator_weight: float = Field(1.0, ge=0.0, le=20.0)   # the generator's own ordering, fused after it answers
+    contradiction_penalty: float = Field(0.35, ge=0.0, le=1.0)  # score factor lost per finding a candidate
+    #                                                           expects and the patient does not have
     recursion_limit: int = 50
 
     @field_validator("sources")

@@ -153,7 +153,8 @@ class Resources:
     def generator(self, cfg: PipelineConfig, llm: LLMBudget | None = None):
         from agents.generator import Generator  # noqa: PLC0415
 
-        return Generator(llm, differential_k=cfg.differential_k, max_input_tokens=cfg.max_input_tokens)
+        return Generator(llm, differential_k=cfg.differential_k, max_input_tokens=cfg.max_input_tokens,
+                         generator_weight=cfg.generator_weight)
 
     def knl(self, llm: LLMBudget | None = None):
         from agents.knl import KNL  # noqa: PLC0415

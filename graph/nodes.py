@@ -13,11 +13,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from agents.answer import clean_draft, verify_draft
+from agents.answer import apply_support, clean_draft, verify_draft
 from agents.corrective import correct as correct_params
 from agents.grader import grade as grade_evidence
 from agents.guard import strip_instructions
 from agents.hki import RetrievalParams
+from agents.llm.budget import logical_calls
 from agents.types import Draft, Extraction, Sentence
 
 from .context import Context, context_of
@@ -27,8 +28,8 @@ from .state import State
 
 
 def llm_calls_used(state: State) -> int:
-    """LLM calls the turn has made so far (from its own events)."""
-    return sum(len(ev.get("llm_calls") or []) for ev in state.get("events") or [])
+    """Logical LLM calls the turn has made so far (from its own events)."""
+    return sum(logical_calls(ev.get("llm_calls")) for ev in state.get("events") or [])
 
 
 class Step:
@@ -44,6 +45,11 @@ class Step:
         self.llm = self.resources.budget(self.cfg, used=0 if first else llm_calls_used(state))
         self.occurrence = 0 if first else sum(ev.get("node") == name for ev in state.get("events") or [])
         self._t0 = time.perf_counter()
+
+    def llm_for(self, agent: str):
+        """The run's LLM for ``agent`` when the config lets that agent call the model (``llm_agents``), else None
+        (the agent takes its deterministic path)."""
+        return self.llm if agent in self.cfg.llm_agents else None
 
     def prompt(self, info: dict[str, Any]) -> None:
         """Keep an agent's prompt and raw output for the audit record and stream it for live views."""
@@ -81,6 +87,7 @@ def intake(state: State, runtime: Runtime[Context]) -> dict:
     turn: dict[str, Any] = {
         "input_error": None, "started_at": time.time(), "extraction": None,
         "params": RetrievalParams.from_config(cfg), "expansions": [], "candidates": [], "coverage": {},
+        "proposals": [],
         "grade": None, "attempts": 0, "sentences": [], "draft": None, "verification": None, "references": [],
         "reference_map": {}, "must_not_miss": [], "evidence": Overwrite([]), "escalation": Overwrite([]),
     }
@@ -111,7 +118,7 @@ def mee(state: State, runtime: Runtime[Context]) -> dict:
         return step.done({"extraction": Extraction(),
                           "warnings": ["MEE disabled: retrieval uses the whole presentation only"]},
                          {"disabled": True})
-    ex = step.resources.mee_for(step.llm).extract(state["presentation"])
+    ex = step.resources.mee_for(step.llm_for("mee")).extract(state["presentation"])
     ex, capped = ex.capped(step.cfg.max_entities)
     warnings = list(ex.warnings) + ([capped] if capped else [])
     return step.done({"extraction": ex, "warnings": warnings},
@@ -119,15 +126,34 @@ def mee(state: State, runtime: Runtime[Context]) -> dict:
                       "age": ex.age_years, "sex": ex.sex})
 
 
+def propose(state: State, runtime: Runtime[Context]) -> dict:
+    """The language model's own differential (one call), linked to the knowledge graph; nothing without an LLM."""
+    step = Step("propose", state, runtime)
+    llm = step.llm_for("propose")
+    if llm is None or not llm.enabled:
+        return step.done({"proposals": []}, {"skipped": "no LLM" if step.llm is None else "not enabled"})
+    from agents.proposer import Proposer  # noqa: PLC0415
+
+    items, warns, info = Proposer(llm, step.resources.kg, k=step.cfg.differential_k).propose(
+        state["presentation"], state.get("extraction"))
+    step.prompt(info)
+    return step.done({"proposals": items, "warnings": warns},
+                     {"proposed": [x.name for x in items], "linked": sum(x.concept_id is not None for x in items)})
+
+
 def hki(state: State, runtime: Runtime[Context]) -> dict:
-    """Heterogeneous knowledge retrieval with the current parameters (and the corrective expansions)."""
+    """Heterogeneous knowledge retrieval with the current parameters (and the corrective expansions), keyed on
+    the extracted entities and on the model's proposed diagnoses."""
     step = Step("hki", state, runtime)
     p: RetrievalParams = state["params"]
     res = step.resources.hki.retrieve(state.get("extraction"), state["presentation"], p,
-                                      expansions=state.get("expansions") or [])
+                                      expansions=state.get("expansions") or [],
+                                      proposals=state.get("proposals") or [])
     return step.done({"evidence": res.evidence, "candidates": res.candidates, "coverage": res.coverage,
                       "warnings": res.warnings},
-                     {"evidence": len(res.evidence), "candidates": [c.name for c in res.candidates[:5]],
+                     {"evidence": len(res.evidence),
+                      "candidates": [f"{c.name} ({'+'.join(c.origins)})" if c.origins else c.name
+                                     for c in res.candidates[:5]],
                       "by_role": {r: sum(e.role == r for e in res.evidence) for r in "GBO"},
                       "params": {"top_k": p.top_k, "chunk_k": p.chunk_k, "min_entity_score": p.min_entity_score}})
 
@@ -149,7 +175,7 @@ def correct(state: State, runtime: Runtime[Context]) -> dict:
     attempt = state.get("attempts", 0) + 1
     g = state.get("grade")
     newp, corr = correct_params(state.get("extraction"), g.uncovered if g is not None else [], state["params"],
-                                kg=step.resources.kg, llm=step.llm, presentation=state["presentation"],
+                                kg=step.resources.kg, llm=step.llm_for("hyde"), presentation=state["presentation"],
                                 attempt=attempt)
     return step.done({"attempts": attempt, "params": newp, "expansions": corr.expansions, "warnings": corr.warnings},
                      {"attempt": attempt, "expansions": corr.expansions[:6], **corr.widened,
@@ -173,7 +199,7 @@ def knl(state: State, runtime: Runtime[Context]) -> dict:
     if not step.cfg.use_knl:
         sents = [Sentence(evidence_id=e.id, text=e.text, span=e.span) for e in evidence]
         return step.done({"sentences": sents}, {"disabled": True})
-    sents, warns = step.resources.knl(step.llm).convert(evidence, state["presentation"])
+    sents, warns = step.resources.knl(step.llm_for("knl")).convert(evidence, state["presentation"])
     return step.done({"sentences": sents, "warnings": warns},
                      {"sentences": len(sents), "generated": sum(s.generated is not None for s in sents)})
 
@@ -181,7 +207,7 @@ def knl(state: State, runtime: Runtime[Context]) -> dict:
 def generate(state: State, runtime: Runtime[Context]) -> dict:
     """A ranked differential with inline citations, from the evidence only."""
     step = Step("generate", state, runtime)
-    gen = step.resources.generator(step.cfg, step.llm)
+    gen = step.resources.generator(step.cfg, step.llm_for("generate"))
     draft, warns, info = gen.generate(state["presentation"], state.get("extraction"), state.get("candidates") or [],
                                       state.get("sentences") or [], state.get("evidence") or [],
                                       attempt=state.get("attempts", 0))
@@ -204,7 +230,7 @@ def verify(state: State, runtime: Runtime[Context]) -> dict:
     """Check every claim against the evidence it cites; the draft continues without fabricated citations."""
     step = Step("verify", state, runtime)
     draft = state["draft"]
-    v = verify_draft(step.resources.verifier_for(step.cfg, step.llm), draft, state.get("evidence") or [],
+    v = verify_draft(step.resources.verifier_for(step.cfg, step.llm_for("verify")), draft, state.get("evidence") or [],
                      presentation=state["presentation"])
     summary: dict[str, Any] = {"passed": v.passed, "claims": len(v.claims),
                                "verdicts": {k: sum(c.verdict == k for c in v.claims)
@@ -212,7 +238,12 @@ def verify(state: State, runtime: Runtime[Context]) -> dict:
                                "fabricated": v.fabricated_citations, "reasons": v.reasons[:6]}
     if draft.insufficient:
         summary = {"passed": False, "insufficient": True}
-    update: dict[str, Any] = {"verification": v, "draft": v.cleaned_draft or draft}
+    shown = apply_support(v.cleaned_draft or draft, v)
+    if shown.text != (v.cleaned_draft or draft).text:
+        v = v.model_copy(update={"cleaned_draft": shown, "cleaned_text": shown.text})
+    elif v.cleaned_draft is not None:
+        v = v.model_copy(update={"cleaned_draft": shown})
+    update: dict[str, Any] = {"verification": v, "draft": shown}
     if v.fabricated_citations:
         update["warnings"] = [f"verifier dropped {len(v.fabricated_citations)} fabricated citation(s)"]
     return step.done(update, summary)

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from agents.answer import clean_draft
+from agents.llm.budget import logical_calls
 from agents.types import Draft
 from agents.verifier import clean_citations
 
@@ -52,7 +53,16 @@ def answer_draft(state: State) -> tuple[Draft, str]:
 
 def llm_summary(events: list[dict[str, Any]], model: str | None) -> dict[str, Any]:
     calls = [c for ev in events for c in ev.get("llm_calls") or []]
-    return {"model": model, "calls": len(calls), "prompt_tokens": sum(c.get("prompt_tokens", 0) for c in calls),
+    by_tag: dict[str, dict[str, int]] = {}
+    for c in calls:
+        if not c.get("logical", True):
+            continue
+        t = by_tag.setdefault(c.get("tag") or "?", {"calls": 0, "parse_errors": 0, "errors": 0})
+        t["calls"] += 1
+        t["parse_errors"] += bool(c.get("parse_error"))
+        t["errors"] += c.get("error") is not None
+    return {"model": model, "calls": logical_calls(calls), "http_calls": len(calls), "by_tag": by_tag,
+            "prompt_tokens": sum(c.get("prompt_tokens", 0) for c in calls),
             "completion_tokens": sum(c.get("completion_tokens", 0) for c in calls),
             "errors": sum(c.get("error") is not None for c in calls),
             "cached": sum(bool(c.get("cached")) for c in calls)}
@@ -73,6 +83,7 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
     if status == STATUS_REJECTED:
         return {**base, "answer": "", "differential": [], "must_not_miss": [], "next_steps": [], "verification": None,
                 "references": [], "reference_map": {}, "evidence": [], "candidates": [], "extraction": None,
+                "proposals": [], "disagreement": None,
                 "presentation": None}
     draft, text = answer_draft(state)
     v = state.get("verification")
@@ -88,6 +99,8 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
         "reference_map": dict(state.get("reference_map") or {}),
         "evidence": [e.model_dump() for e in state.get("evidence") or []],
         "candidates": [c.model_dump() for c in state.get("candidates") or []],
+        "proposals": [x.model_dump() for x in state.get("proposals") or []],
+        "disagreement": draft.disagreement.model_dump() if draft.disagreement is not None else None,
         "extraction": ex.model_dump() if ex is not None else None,
         "presentation": state.get("presentation"),
     }

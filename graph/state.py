@@ -26,12 +26,14 @@ from agents.types import (
     Candidate,
     ClaimCheck,
     DifferentialItem,
+    Disagreement,
     Draft,
     Duration,
     Entity,
     Evidence,
     Extraction,
     MustNotMissItem,
+    ProposedDiagnosis,
     Reference,
     Sentence,
     Verification,
@@ -89,6 +91,8 @@ class Result(TypedDict, total=False):
     reference_map: dict[str, int]
     evidence: list[dict[str, Any]]
     candidates: list[dict[str, Any]]
+    proposals: list[dict[str, Any]]          # the language model's own differential (LLM path)
+    disagreement: dict[str, Any] | None      # the model's first choice vs the knowledge-based ranking's
     extraction: dict[str, Any] | None
     presentation: str | None
     thread_id: str | None
@@ -117,6 +121,7 @@ class State(TypedDict, total=False):
     started_at: float             # wall-clock start of the turn (for latency_ms)
     # agents
     extraction: Extraction
+    proposals: list[ProposedDiagnosis]   # the language model's own differential (empty without an LLM)
     params: RetrievalParams       # current retrieval parameters (widened by the corrective step)
     expansions: list[str]
     evidence: Annotated[list[Evidence], merge_evidence]
@@ -141,4 +146,4 @@ class State(TypedDict, total=False):
 # Types the checkpointer may rebuild from a thread's checkpoints.
 STATE_TYPES: tuple[type, ...] = (Extraction, Entity, Duration, RetrievalParams, Evidence, Candidate, Grade,
                                  Sentence, Draft, DifferentialItem, Verification, ClaimCheck, Reference,
-                                 MustNotMissItem)
+                                 MustNotMissItem, ProposedDiagnosis, Disagreement)

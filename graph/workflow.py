@@ -1,4 +1,4 @@
-"""The ClinicalRAG StateGraph: intake → MEE → HKI → grade → KNL → generate → verify → KRG → must-not-miss →
+"""The ClinicalRAG StateGraph: intake → MEE → propose (LLM) → HKI → grade → KNL → generate → verify → KRG → must-not-miss →
 finalize → audit, with corrective re-retrieval and escalation. See docs/architecture.md (the diagram there is drawn
 from this graph).
 
@@ -27,13 +27,14 @@ NAME = "clinicalrag"
 
 def build() -> StateGraph:
     g = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
-    for fn in (nodes.intake, nodes.mee, nodes.hki, nodes.grade, nodes.correct, nodes.escalate_retrieval, nodes.knl,
+    for fn in (nodes.intake, nodes.mee, nodes.propose, nodes.hki, nodes.grade, nodes.correct, nodes.escalate_retrieval, nodes.knl,
                nodes.generate, nodes.direct, nodes.verify, nodes.escalate, nodes.krg, nodes.must_not_miss,
                nodes.finalize, nodes.audit):
         g.add_node(fn.__name__, fn)
     g.add_edge(START, "intake")
     g.add_conditional_edges("intake", route_intake)
-    g.add_edge("mee", "hki")
+    g.add_edge("mee", "propose")
+    g.add_edge("propose", "hki")
     g.add_edge("hki", "grade")
     g.add_conditional_edges("grade", route_grade)
     g.add_edge("correct", "hki")

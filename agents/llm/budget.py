@@ -54,7 +54,9 @@ class LLMBudget:
     # ---- budget ---------------------------------------------------------------------------------------------
     @property
     def used(self) -> int:
-        return self.used_before + len(self.calls)
+        """Logical calls made by the run: one per agent request, whatever its HTTP retries, structured-mode
+        fallbacks and repair call cost."""
+        return self.used_before + logical_calls(self.calls)
 
     @property
     def enabled(self) -> bool:
@@ -84,11 +86,12 @@ class LLMBudget:
         return None
 
     # ---- calls ----------------------------------------------------------------------------------------------
-    def _record(self, res, tag, mode) -> None:
+    def _record(self, res, tag, mode, logical: bool = True, parse_error: str | None = None) -> None:
         self.calls.append({"tag": tag, "model": res.model, "mode": mode, "prompt_tokens": res.prompt_tokens,
                            "completion_tokens": res.completion_tokens, "latency_s": res.latency_s,
                            "attempts": res.attempts, "finish_reason": res.finish_reason, "error": res.error,
-                           "cached": bool(getattr(res, "cached", False)), "ts": time.time()})
+                           "cached": bool(getattr(res, "cached", False)), "ts": time.time(), "logical": logical,
+                           "parse_error": parse_error})
 
     def structured(self, messages, schema, *, tag=None, **kw):
         from .structured import StructuredResult  # noqa: PLC0415
@@ -108,7 +111,13 @@ class LLMBudget:
             mode = res.mode if not call.rejected_format else "rejected"
             if res.repaired and i == last:
                 mode = f"{res.mode}+repair"
-            self._record(call, tag, mode)
+            # the first HTTP call of the request stands for the logical call; its parse_error says whether the
+            # reply needed a repair (or could not be used at all)
+            first = i == 0
+            perr = None
+            if first and (res.repaired or res.value is None) and not call.error:
+                perr = res.first_problem or res.error or "unusable reply"
+            self._record(call, tag, mode, logical=first, parse_error=perr)
         return res
 
     def chat(self, messages, *, tag=None, **kw):
@@ -120,6 +129,7 @@ class LLMBudget:
         res = self._traced("chat", tag, messages, lambda: self.client.chat(messages, tag=tag, **kw))
         self._record(res, tag, None)
         return res
+
 
     def _traced(self, kind: str, tag, messages, call):
         traceable = _langsmith_traceable()
@@ -140,3 +150,8 @@ class LLMBudget:
             return call()
 
         return llm_call(messages)
+
+
+def logical_calls(records) -> int:
+    """Logical LLM calls among call records (a record without the ``logical`` key counts as one)."""
+    return sum(1 for c in records or [] if c.get("logical", True))

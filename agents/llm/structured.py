@@ -47,6 +47,7 @@ class StructuredResult(Generic[T]):
     repaired: bool = False
     calls: list[LLMResult] = field(default_factory=list)
     error: str | None = None
+    first_problem: str | None = None     # what was wrong with the first reply (before any repair)
 
     @property
     def ok(self) -> bool:
@@ -239,6 +240,7 @@ def run_structured(chat: Callable[..., LLMResult], config: LLMConfig, messages: 
 
     out.raw = res.text
     value, problem = parse_reply(res.text, schema, res.finish_reason)
+    out.first_problem = problem
     if value is None and repair:
         res2 = chat(repair_messages(used_msgs, res.text, problem), tag=tag, response_format=formats[out.mode],
                     _mode=f"{out.mode}+repair", **dict(overrides))

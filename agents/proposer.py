@@ -1,0 +1,152 @@
+"""Proposer agent: the language model's own differential, asked once, before retrieval.
+
+The model reads the presentation and the findings the extractor recognised and names up to ``k`` diseases, most
+likely first. Each name is linked to a knowledge-graph disease where it resolves (name, synonym, abbreviation,
+cross-reference; then the name without a parenthesis or leading qualifiers), so that retrieval can look for
+evidence for and against it. A name the graph does not know is kept: it enters the differential marked "model
+only, no evidence" unless reference texts about it turn up.
+
+Without an LLM (or when the call fails) there is no proposal and the pipeline is the offline one.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from .textutil import fence
+from .types import Extraction, ProposedDiagnosis
+
+# words a model puts before a disease name that the KG's names usually lack
+_QUALIFIERS = {"acute", "chronic", "suspected", "possible", "probable", "likely", "viral", "bacterial", "severe",
+               "mild", "early", "primary", "secondary", "uncomplicated", "complicated", "recurrent", "idiopathic",
+               "community-acquired", "seasonal", "simple"}
+_PAREN = re.compile(r"\s*\(([^)]*)\)\s*")
+_SPLIT = re.compile(r"\s*(?:/|\bor\b|;)\s*", re.I)
+
+
+class _Proposed(BaseModel):
+    name: str
+    reason: str = ""
+
+    @field_validator("name", "reason", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> str:
+        return " ".join(str(v or "").split())
+
+
+class ProposalReply(BaseModel):
+    """The JSON the model answers with."""
+
+    diagnoses: list[_Proposed] = Field(default_factory=list)
+
+
+def name_variants(name: str) -> list[str]:
+    """Ways to look a model's disease name up, most literal first: as written; without a parenthesis; the
+    parenthesis itself (often an abbreviation); each alternative of "A / B"; then without leading qualifiers
+    ("acute viral bronchitis" -> "viral bronchitis" -> "bronchitis")."""
+    out: list[str] = []
+
+    def add(s: str) -> None:
+        s = " ".join(s.strip(" .,:;-").split())
+        if s and s.lower() not in {o.lower() for o in out}:
+            out.append(s)
+
+    add(name)
+    inner = _PAREN.findall(name)
+    bare = _PAREN.sub(" ", name)
+    add(bare)
+    for part in _SPLIT.split(bare):
+        add(part)
+    for i in inner:
+        add(i)
+    words = bare.split()
+    while len(words) > 1 and words[0].lower().strip(",") in _QUALIFIERS:
+        words = words[1:]
+        add(" ".join(words))
+    return out
+
+
+def link_name(kg: Any, name: str) -> tuple[str | None, str | None]:
+    """(concept id, concept name) of the KG disease a model's name denotes, or (None, None)."""
+    if kg is None:
+        return None, None
+    for v in name_variants(name):
+        hits = kg.lookup(v, categories=["disease"])
+        if hits:
+            return hits[0].id, hits[0].name
+    return None, None
+
+
+def findings_block(extraction: Extraction | None) -> str:
+    """The extractor's findings as a short block for the prompt (present, absent, age and sex)."""
+    if extraction is None:
+        return "Findings recognised: none."
+    present = list(dict.fromkeys(e.text for e in extraction.current()))
+    absent = list(dict.fromkeys(e.text for e in extraction.negated()))
+    who = []
+    if extraction.age_years is not None:
+        who.append(f"age {extraction.age_years:g}")
+    if extraction.sex:
+        who.append(extraction.sex)
+    lines = [f"Findings a text extractor recognised (symptoms and signs, not diagnoses): "
+             f"{'; '.join(present[:25]) or 'none'}."]
+    if absent:
+        lines.append(f"Stated as absent: {'; '.join(absent[:15])}.")
+    if who:
+        lines.append(f"Patient: {', '.join(who)}.")
+    return "\n".join(lines)
+
+
+class Proposer:
+    def __init__(self, llm: Any = None, kg: Any = None, k: int = 5, max_tokens: int = 256):
+        self.llm = llm
+        self.kg = kg
+        self.k = k
+        self.max_tokens = max_tokens
+
+    @property
+    def enabled(self) -> bool:
+        return self.llm is not None and getattr(self.llm, "enabled", False)
+
+    def propose(self, presentation: str, extraction: Extraction | None
+                ) -> tuple[list[ProposedDiagnosis], list[str], dict[str, Any]]:
+        """(the model's diagnoses, linked where possible; warnings; prompt info for the trace)."""
+        from .prompts import load_prompt
+
+        if not self.enabled:
+            return [], [], {}
+        msgs = [{"role": "system", "content": load_prompt("propose_system", k=str(self.k))},
+                {"role": "user", "content": load_prompt("propose_user", presentation=fence(presentation),
+                                                        findings=findings_block(extraction))}]
+        res = self.llm.structured(msgs, ProposalReply, tag="propose", max_tokens=self.max_tokens)
+        info = {"messages": msgs, "raw": getattr(res, "raw", None)}
+        if res.value is None:
+            return [], [f"propose: the language model gave no usable differential ({res.error}); "
+                        "the differential is the knowledge-based one"], info
+        return self.link(res.value), [], info
+
+    def _is_finding(self, name: str) -> bool:
+        """True when ``name`` is a symptom or phenotype in the KG (and not a disease)."""
+        if self.kg is None:
+            return False
+        hits = self.kg.lookup(name, categories=["symptom", "phenotype"])
+        return bool(hits)
+
+    def link(self, reply: ProposalReply) -> list[ProposedDiagnosis]:
+        out: list[ProposedDiagnosis] = []
+        seen: set[str] = set()
+        for d in reply.diagnoses:
+            if not d.name or len(out) >= self.k:
+                continue
+            cid, cname = link_name(self.kg, d.name)
+            if cid is None and self._is_finding(d.name):   # a symptom named as a diagnosis: not a candidate
+                continue
+            key = cid or d.name.lower()
+            if key in seen:          # two names for one disease: the first (higher) rank stands
+                continue
+            seen.add(key)
+            out.append(ProposedDiagnosis(rank=len(out) + 1, name=d.name, reason=d.reason[:200], concept_id=cid,
+                                         concept_name=cname))
+        return out
