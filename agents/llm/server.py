@@ -77,7 +77,7 @@ def check_installed(modules: tuple[str, ...] = SERVER_MODULES) -> None:
 
 # ------------------------------------------------------------------------------------------ stopping on exit
 _RUNNING: set["LocalServer"] = set()
-_RUNNING_LOCK = threading.Lock()
+_RUNNING_LOCK = threading.RLock()   # re-entrant: the SIGTERM handler may run while this thread holds it
 _HOOKS_INSTALLED = False
 
 
@@ -148,7 +148,7 @@ class LocalServer:
         self.proc: subprocess.Popen | None = None
         self.startup_s: float | None = None
         self._log = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # re-entrant: SIGTERM during start() stops the child from the same thread
 
     # -- addresses ------------------------------------------------------------------------------------------
     @property
