@@ -6,6 +6,7 @@ tests check the mechanism (the answer comes from the local model, the server is 
 running or listening afterwards)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -159,3 +160,29 @@ def test_cli_ask_with_the_qwen_model(request):
     p = _ask_cli(qwen, timeout=3600)
     alias = gguf_files.DEFAULT_MODEL.name if qwen.resolve() == gguf_files.default_gguf().resolve() else qwen.stem
     _check_cli_answer(p, alias)
+
+
+def test_bench_run_with_the_local_model_uses_one_server(knowledge, smollm2, tmp_path, monkeypatch):
+    """`clinicalrag bench run --llm local`: every case of the run is answered by the one server it started."""
+    from agents.llm import server
+    from clinicalrag.cli import main
+
+    monkeypatch.setenv("CLINICALRAG_LLM_MAX_TOKENS", "48")
+    out = tmp_path / "run"
+    srv = None
+    try:
+        assert main(["bench", "run", "--dataset", "cases", "--systems", "direct", "--limit", "2", "--out", str(out),
+                     "--llm-local-gguf", str(smollm2), "--llm-threads", "1", "--llm-ctx", "2048", "--no-cache",
+                     "--quiet", "--no-report"]) == 0
+        recs = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+        assert len(recs) == 2 and all(r["model"] == smollm2.stem and r["llm"]["calls"] >= 1 for r in recs), recs
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["llm"]["model"] == smollm2.stem and manifest["llm"]["timeout"] == 600.0
+        running = [s for s in server._SHARED.values() if s.alive()]
+        assert len(running) == 1
+        srv = running[0]
+        chats = srv.log_path.read_text(errors="replace").count("POST /v1/chat/completions")
+        assert chats >= 2, srv.log_tail()          # both cases went to this one server
+    finally:
+        stop_shared()
+    assert srv is not None and _wait_gone(srv.pid, srv.port)
