@@ -118,3 +118,19 @@ def test_the_runner_error_names_the_flag_that_exists():
 
     args = build_parser().parse_args(["bench", "run", "--dataset", "cases", "--llm", "local"])
     assert args.llm == "local"
+
+
+def test_prepare_checks_the_install_and_the_model_without_starting_anything(tmp_path):
+    """What `clinicalrag demo --llm local` does before its answer stage."""
+    model = tmp_path / "My-Model.Q4.gguf"
+    model.write_bytes(b"GGUF" + b"\x00" * 2000)
+    if missing_modules():
+        with pytest.raises(ProviderError, match="make install-llm"):
+            providers.prepare("local", ProviderOptions(model_path=model))
+        return
+    assert providers.prepare("local", ProviderOptions(model_path=model)) == f"My-Model.Q4: {model} (0.00 GB)"
+    from agents.llm import server
+
+    assert not server._SHARED and not server._RUNNING
+    with pytest.raises(ProviderError, match="model file not found"):
+        providers.prepare("local", ProviderOptions(model_path=tmp_path / "nothing.gguf"))
