@@ -158,7 +158,7 @@ def test_cli_ask_with_the_qwen_model(request):
                     "); `python -m benchmarks.models assemble` or one `clinicalrag ask --llm local` makes it")
     request.getfixturevalue("knowledge")               # the index the CLI reads (built only when the model is there)
     p = _ask_cli(qwen, timeout=3600)
-    alias = gguf_files.DEFAULT_MODEL.name if qwen.resolve() == gguf_files.default_gguf().resolve() else qwen.stem
+    alias = gguf_files.DEFAULT_MODEL.name if qwen.name == gguf_files.DEFAULT_MODEL.file_name else qwen.stem
     _check_cli_answer(p, alias)
 
 

@@ -71,6 +71,9 @@ def test_local_model_file_checks(tmp_path):
         local.model_file(settings(tmp_path / "notes.gguf"))
     (tmp_path / "My-Model.Q4.gguf").write_bytes(b"GGUF\x03\x00\x00\x00")
     assert local.model_file(settings(tmp_path / "My-Model.Q4.gguf")) == (tmp_path / "My-Model.Q4.gguf", "My-Model.Q4")
+    qwen = tmp_path / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"   # the default model, wherever it is, keeps its name
+    qwen.write_bytes(b"GGUF\x03\x00\x00\x00")
+    assert local.model_file(settings(qwen)) == (qwen, "qwen2.5-coder-1.5b-instruct")
 
 
 def test_missing_llama_cpp_says_how_to_install_it():

@@ -68,7 +68,8 @@ def model_file(settings: LocalSettings, progress: bool = True) -> tuple[Path, st
         raise ProviderError(f"model file not found: {path}")
     if not gguf.is_gguf(path):
         raise ProviderError(f"{path} is not a GGUF model file (it does not start with {gguf.GGUF_MAGIC!r})")
-    alias = gguf.DEFAULT_MODEL.name if path.resolve() == gguf.default_gguf().resolve() else path.stem
+    # the default model keeps its name wherever its file is (the response cache and run folders key on it)
+    alias = gguf.DEFAULT_MODEL.name if path.name == gguf.DEFAULT_MODEL.file_name else path.stem
     return path, alias
 
 
