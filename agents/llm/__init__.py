@@ -4,7 +4,9 @@
 - :mod:`.client`: :class:`LLMClient`, one accountable client over an OpenAI-compatible endpoint;
 - :mod:`.structured`: schema-constrained output (mode ladder, JSON extraction, one repair call);
 - :mod:`.budget`: :class:`LLMBudget`, the per-run cap on calls and prompt size (and LangSmith child runs);
-- :mod:`.results`: :class:`LLMResult`, :class:`CallRecord`, :class:`Usage`, :class:`LLMError`.
+- :mod:`.results`: :class:`LLMResult`, :class:`CallRecord`, :class:`Usage`, :class:`LLMError`;
+- :mod:`.providers`: named endpoints (``--llm local``); :mod:`.server` (a managed llama.cpp server) and
+  :mod:`.gguf` (a model assembled from its PyPI parts) serve the local one. Imported on use, not here.
 
 Prompts are loaded with :func:`agents.prompts.load_prompt` (re-exported here).
 """

@@ -6,6 +6,7 @@ import re
 import sys
 
 from clinicalrag.cli import UserError
+from clinicalrag.llm_options import add_provider_arguments, llm_config
 
 BADGE = {"SUPPORTED": "✔ supported", "CONTRADICTED": "✘ contradicted", "INSUFFICIENT": "? insufficient"}
 
@@ -29,6 +30,7 @@ def register(sub) -> None:
     p.add_argument("--llm-model", default=None, help="model name (or CLINICALRAG_LLM_MODEL)")
     p.add_argument("--llm-config", default=None, help="LLM config file (TOML or YAML)")
     p.add_argument("--no-llm", action="store_true", help="ignore any configured LLM (deterministic path)")
+    add_provider_arguments(p)
     p.add_argument("--no-audit", action="store_true", help="do not append an audit record")
     p.set_defaults(func=run)
 
@@ -56,7 +58,6 @@ def build_config(args):
 
 
 def run(args) -> int:
-    from agents.llm import LLMConfig, load_llm_config
     from graph.pipeline import ClinicalRAG, InputError, Resources
 
     text = args.text
@@ -69,11 +70,7 @@ def run(args) -> int:
         except UnicodeDecodeError:
             raise UserError("standard input is binary data, not UTF-8 text") from None
     cfg = build_config(args)
-    if args.no_llm:
-        llm_cfg = LLMConfig()
-    else:
-        over = {k: v for k, v in {"base_url": args.llm_base_url, "model": args.llm_model}.items() if v}
-        llm_cfg = load_llm_config(over or None, args.llm_config)
+    llm_cfg = llm_config(args, {"base_url": args.llm_base_url, "model": args.llm_model}, args.llm_config)
     try:
         rag = ClinicalRAG(Resources(llm_config=llm_cfg))
         result = rag.ask(text, cfg, thread_id=args.thread, audit=not args.no_audit)

@@ -2,7 +2,7 @@
 
     clinicalrag bench datasets
     clinicalrag bench run --dataset symptom2disease --systems pipeline,bm25 --limit 100 [--repeats 3]
-        [--llm-base-url URL --llm-model NAME] [--concurrency 4] [--out DIR]
+        [--llm local | --llm-base-url URL --llm-model NAME] [--concurrency 4] [--out DIR]
     clinicalrag bench report RUN_DIR [RUN_DIR ...] [--out DIR] [--baseline pipeline]
 """
 from __future__ import annotations
@@ -11,6 +11,8 @@ import argparse
 import json
 import re
 from pathlib import Path
+
+from clinicalrag.llm_options import add_provider_arguments, llm_config
 
 
 def register(subparsers) -> None:
@@ -42,6 +44,7 @@ def register(subparsers) -> None:
     r.add_argument("--llm-timeout", type=float, help="seconds per LLM call")
     r.add_argument("--llm-max-retries", type=int, help="retries on timeouts, rate limits (429) and 5xx, with backoff")
     r.add_argument("--no-llm", action="store_true", help="ignore any configured LLM (deterministic agents only)")
+    add_provider_arguments(r)
     r.add_argument("--concurrency", type=int, default=1, help="cases in flight at once (for hosted endpoints)")
     r.add_argument("--cache", help="LLM response cache file (default: $CLINICALRAG_HOME/cache/llm-responses.sqlite)")
     r.add_argument("--no-cache", action="store_true", help="always call the LLM")
@@ -85,21 +88,13 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from agents.llm import LLMConfig, load_llm_config  # noqa: PLC0415
     from clinicalrag.bench.runner import BenchError, BenchSettings, run_bench  # noqa: PLC0415
     from clinicalrag.bench.systems import expand  # noqa: PLC0415
     from clinicalrag.cli import UserError  # noqa: PLC0415
     from knowledge import paths  # noqa: PLC0415
 
-    if args.no_llm:
-        llm = LLMConfig()
-    else:
-        try:
-            llm = load_llm_config({"base_url": args.llm_base_url, "model": args.llm_model,
-                                   "temperature": args.temperature, "timeout": args.llm_timeout,
-                                   "max_retries": args.llm_max_retries}, config_file=args.llm_config)
-        except (ValueError, FileNotFoundError) as exc:
-            raise UserError(str(exc)) from exc
+    llm = llm_config(args, {"base_url": args.llm_base_url, "model": args.llm_model, "temperature": args.temperature,
+                            "timeout": args.llm_timeout, "max_retries": args.llm_max_retries}, args.llm_config)
     model = llm.model if llm.enabled else "none"
     if args.out:
         out = Path(args.out)

