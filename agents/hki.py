@@ -8,7 +8,7 @@ source role, score in [0, 1] and provenance.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .ranker import demographic_factor, ranking_findings
@@ -33,16 +33,20 @@ class RetrievalParams:
     page_weight: float = 1.0           # the disease-page ranking's weight in the rank fusion (KG ranking = 1)
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
+    use_prior: bool = True             # re-rank the fused candidates with the fitted commonness prior (agents/prior.py)
+    prior_weight: float = 1.0          # its commonness part's weight (1 = as fitted; 0 = fusion order)
+    prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
         """The retrieval parameters of a run configuration (any object with the fields of
         ``graph.config.PipelineConfig``: sources, top_k_per_source, chunk_k, min_entity_score, min_chunk_score,
-        max_evidence, differential_k, use_mee)."""
+        max_evidence, differential_k, use_mee, use_pages, page_weight, use_prior, prior_weight)."""
         return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
-                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0))
+                   use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0),
+                   use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0))
 
 
 @dataclass(frozen=True)
@@ -163,12 +167,13 @@ def _license_for(src: str) -> str:
 # ---- the agent ----------------------------------------------------------------------------------------------
 
 class HKI:
-    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None):
+    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
         self.config = config or HKIConfig()
         self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
+        self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -244,10 +249,15 @@ class HKI:
         # 3. KG differential ranking with explanation triples, fused with the diseases the reference texts
         #    retrieved for the whole presentation are about (score = KG score / top KG score + beta * text score)
         candidates: list[Candidate] = []
+        use_prior = p.use_prior and p.prior_weight > 0
+        if use_prior and self.prior is None:
+            warnings.append("commonness prior unavailable: the differential is in fusion order")
+        # with the prior, a wider pool is fused for it to re-rank (the kept number is unchanged)
+        wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
         if self.ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
             findings, negs = ranking_findings(extraction)
-            candidates = self.ranker.rank(findings, negs, k=max(10, p.differential_k * 2),
+            candidates = self.ranker.rank(findings, negs, k=max(10, wide.differential_k * 2),
                                           age=extraction.age_years if extraction else None,
                                           sex=extraction.sex if extraction else None)
         page_rank: dict[str, int] = {}
@@ -255,9 +265,11 @@ class HKI:
         if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
             page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
         if positives or not p.use_entities:   # no clinical finding recognised: no text-only differential either
-            candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
+            candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight)
+        if wide is not p:
+            candidates = self.prior.rescore(candidates, p.prior_weight)[: max(10, p.differential_k * 2)]
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
