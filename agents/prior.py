@@ -22,6 +22,7 @@ chapter: respiratory system)"). Age and sex stay where they were, a soft factor 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -191,6 +192,19 @@ class CommonnessPrior:
     @property
     def provisional(self) -> bool:
         return bool(self.meta.get("provisional"))
+
+    def digest(self) -> str:
+        """A short hash of the model (features, weights, standardisation): two runs with the same digest used
+        the same prior."""
+        blob = json.dumps([self.names, *(np.round(v, 6).tolist() for v in (self.weights, self.mean, self.scale))])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, Any]:
+        """What a run manifest records about the prior it used."""
+        prov = self.meta.get("provenance") or {}
+        return {"digest": self.digest(), "provisional": self.provisional, "fitted_at": prov.get("date"),
+                "split": prov.get("split"), "cases": prov.get("cases"), "code_version": prov.get("code_version"),
+                "feature_table": getattr(self.features, "version", None)}
 
     def rows(self, candidates: Sequence[Candidate]) -> np.ndarray:
         """Raw (unstandardised) feature rows of a case's candidates, in :attr:`names` order."""

@@ -175,3 +175,10 @@ def test_the_packaged_weights_load_and_carry_their_provenance():
     # a fitted prior must favour the consumer-page diseases over the rare-disease-page-only ones
     w = data["weights"]
     assert w["consumer_page"] > w["rare_pages_only"]
+
+
+def test_the_digest_names_the_model_and_changes_with_its_weights():
+    a, b = model(), model(consumer=2.5)
+    assert a.digest() == model().digest() != b.digest()
+    info = a.describe()
+    assert info["digest"] == a.digest() and info["provisional"] is True
