@@ -8,7 +8,7 @@ source role, score in [0, 1] and provenance.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .ranker import demographic_factor, ranking_findings
@@ -35,18 +35,22 @@ class RetrievalParams:
     contradiction_penalty: float = 0.35  # a model-proposed candidate loses this share per absent expected finding
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
+    use_prior: bool = True             # re-rank the fused candidates with the fitted commonness prior (agents/prior.py)
+    prior_weight: float = 1.0          # its commonness part's weight (1 = as fitted; 0 = fusion order)
+    prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
         """The retrieval parameters of a run configuration (any object with the fields of
         ``graph.config.PipelineConfig``: sources, top_k_per_source, chunk_k, min_entity_score, min_chunk_score,
-        max_evidence, differential_k, use_mee)."""
+        max_evidence, differential_k, use_mee, use_pages, page_weight, use_prior, prior_weight)."""
         return cls(sources=tuple(cfg.sources), top_k=cfg.top_k_per_source, chunk_k=cfg.chunk_k,
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
                    use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0),
                    model_weight=getattr(cfg, "model_weight", 2.0),
-                   contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35))
+                   contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
+                   use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0))
 
 
 @dataclass(frozen=True)
@@ -167,12 +171,13 @@ def _license_for(src: str) -> str:
 # ---- the agent ----------------------------------------------------------------------------------------------
 
 class HKI:
-    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None):
+    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
         self.config = config or HKIConfig()
         self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
+        self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -253,10 +258,15 @@ class HKI:
         candidates: list[Candidate] = []
         proposals = list(proposals or [])
         explained: dict[str, Candidate] = {}   # KG explanations of proposed diseases outside the KG's top k
+        use_prior = p.use_prior and p.prior_weight > 0
+        if use_prior and self.prior is None:
+            warnings.append("commonness prior unavailable: the differential is in fusion order")
+        # with the prior, a wider pool is fused for it to re-rank (the kept number is unchanged)
+        wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
         if self.ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
             findings, negs = ranking_findings(extraction)
-            k_kg = max(10, p.differential_k * 2)
+            k_kg = max(10, wide.differential_k * 2)
             ranked = self.ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
                                       also=[x.concept_id for x in proposals if x.concept_id])
@@ -266,9 +276,14 @@ class HKI:
         if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
             page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
         if positives or not p.use_entities or proposals:   # no finding recognised: no text-only differential
-            candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
+            candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained)
+        if wide is not p and candidates:
+            n_keep = max(10, p.differential_k * 2)
+            rescored = self.prior.rescore(candidates, p.prior_weight)
+            # a proposed disease is never silently lost: it stays in the list the generator sees
+            candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):

@@ -14,6 +14,7 @@ and streamed as custom events; they never enter the graph state.
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from functools import cached_property
 from typing import Any
@@ -24,6 +25,8 @@ from pydantic.json_schema import SkipJsonSchema
 from agents.llm import LLMBudget
 from .config import PipelineConfig
 
+
+log = logging.getLogger(__name__)
 
 _FROM_INDEX = object()
 
@@ -81,7 +84,21 @@ class Resources:
     def hki(self):
         from agents.hki import HKI  # noqa: PLC0415
 
-        return HKI(self.index, self.kg, self.ranker, pages=self.pages)
+        return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior)
+
+    @cached_property
+    def prior(self):
+        """The fitted commonness prior (``agents/data/commonness_prior.json``) over the KG's commonness features
+        (cached on disk per KG version); None, with a warning in the log, when either cannot be had — runs then
+        keep the fusion order and say so."""
+        from agents.prior import CommonnessPrior  # noqa: PLC0415
+        from knowledge.prior import PriorFeatures  # noqa: PLC0415
+
+        try:
+            return CommonnessPrior.load(PriorFeatures.for_kg(self.kg))
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("commonness prior unavailable: %s", exc)
+            return None
 
     @cached_property
     def pages(self):
@@ -163,7 +180,7 @@ class Resources:
 
     def warm(self) -> None:
         """Load everything a run needs (KG, index, extractor), so the first answer is not slow."""
-        _ = self.kg, self.index, self.mee, self.ranker, self.pages, self.hki
+        _ = self.kg, self.index, self.mee, self.ranker, self.pages, self.prior, self.hki
 
 
 _DEFAULT: Resources | None = None

@@ -112,6 +112,7 @@ class Manifest(TypedDict, total=False):
     index_version: str | None
     machine: dict[str, Any]       # platform, python, cpu count, load average at start and end
     prices: dict[str, Any] | None  # model -> {"prompt": USD per 1M tokens, "completion": USD per 1M tokens}
+    commonness_prior: dict[str, Any] | None  # the prior the pipeline re-ranked with (agents.prior describe())
 
 
 def task_key(system: str, repeat: int, case_id: str) -> tuple[str, int, str]:

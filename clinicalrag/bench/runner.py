@@ -320,6 +320,9 @@ def run_bench(settings: BenchSettings, resources: Any = None) -> Path:
         return ClinicalRAG(view)
 
     bm25 = res.pages if any(s.kind == "bm25" for s in systems) else None
+    prior_info = None         # which commonness prior (agents/prior.py) the pipeline systems re-rank with
+    if any(s.kind == "pipeline" and s.config().use_prior for s in systems):
+        prior_info = res.prior.describe() if res.prior is not None else {"missing": True}
     matcher = LabelMatcher(kg, datasets.label_aliases(base_name))
     runner = CaseRunner(None, rag_plain, matcher, ds.name, bm25)
 
@@ -342,7 +345,7 @@ def run_bench(settings: BenchSettings, resources: Any = None) -> Path:
         "repeats": settings.repeats, "seed": settings.seed, "limit": settings.limit,
         "kg_version": str(getattr(kg, "version", None)), "index_version": index_version,
         "machine": {**_machine(), "load_avg_start": [round(x, 2) for x in os.getloadavg()]},
-        "prices": settings.prices, "warnings": warnings,
+        "prices": settings.prices, "warnings": warnings, "commonness_prior": prior_info,
     }
     mpath = out / MANIFEST_FILE
     if mpath.exists():

@@ -32,6 +32,7 @@ class Term:
     alt_ids: list[str] = field(default_factory=list)
     obsolete: bool = False
     replaced_by: list[str] = field(default_factory=list)
+    subsets: list[str] = field(default_factory=list)                # OBO ``subset:`` tags (e.g. DO_rare_slim)
 
 
 # ---------------------------------------------------------------- xref prefixes
@@ -156,7 +157,7 @@ def _obo_unescape(s: str) -> str:
 
 def read_obo(path: Path) -> dict[str, Term]:
     """Minimal OBO 1.2 reader: ``[Term]`` stanzas with id, name, def, synonym (with scope), xref, is_a,
-    alt_id, is_obsolete, replaced_by."""
+    alt_id, is_obsolete, replaced_by, subset."""
     terms: dict[str, Term] = {}
     cur: Term | None = None
     in_term = False
@@ -197,6 +198,8 @@ def read_obo(path: Path) -> dict[str, Term]:
                 cur.obsolete = value.strip() == "true"
             elif tag == "replaced_by":
                 cur.replaced_by.append(value.strip())
+            elif tag == "subset":
+                cur.subsets.append(value.strip())
     if cur is not None:
         terms[cur.id] = cur
     return terms

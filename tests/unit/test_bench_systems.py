@@ -16,6 +16,8 @@ from clinicalrag.bench.systems import SpecError, expand, parse_system
     ("pipeline:src=BO", "pipeline", {"sources": ["B", "O"]}, True),
     ("pipeline:no-llm,differential_k=10", "pipeline", {"differential_k": 10}, False),
     ("pipeline:use_verifier=false", "pipeline", {"use_verifier": False}, True),
+    ("pipeline:no-prior", "pipeline", {"use_prior": False}, True),
+    ("pipeline:prior_weight=0.5", "pipeline", {"prior_weight": 0.5}, True),
 ])
 def test_specs(spec, kind, overrides, use_llm):
     s = parse_system(spec)
@@ -57,4 +59,4 @@ def test_bad_specs(spec, why):
 def test_groups_expand_in_order_without_duplicates():
     assert expand(["pipeline", "ablations", "pipeline:no-mee", "caps"]) == [
         "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
-        "pipeline:no-pages", "pipeline:cap=2048", "pipeline:cap=1024"]
+        "pipeline:no-pages", "pipeline:no-prior", "pipeline:cap=2048", "pipeline:cap=1024"]
