@@ -258,6 +258,8 @@ class HKI:
             candidates = self._fuse(candidates, text_votes, p, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight)
+        if candidates and extraction is not None and hasattr(self.ranker, "explained"):
+            candidates = self._explain_text_found(candidates, extraction)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -344,7 +346,8 @@ class HKI:
             extra, why = text_part(c.concept_id)
             score = 1.0 / (k + kg_rank[c.concept_id]) + extra
             fused.append(c.model_copy(update={"score": round(score, 4),
-                                              "explanation": c.explanation + (f"; {why}" if why else "")}))
+                                              "explanation": c.explanation + (f"; {why}" if why else ""),
+                                              "ranks": _ranks(kg_rank, text_rank, page_rank, c.concept_id)}))
         for did in dict.fromkeys([*text_rank, *page_rank]):
             if did in kg_rank:
                 continue
@@ -356,9 +359,24 @@ class HKI:
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None))
             fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * extra, 4),
-                                   explanation=f"{why}; no knowledge-graph finding matched"))
+                                   explanation=f"{why}; not among the knowledge-graph ranking's candidates",
+                                   ranks=_ranks(kg_rank, text_rank, page_rank, did)))
         fused.sort(key=lambda c: -c.score)
         return fused[: max(10, p.differential_k * 2)]
+
+    def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction) -> list[Candidate]:
+        """Candidates found by text alone get, as ``matched``, the findings the knowledge graph links them to (the
+        ranking's own edges), so what each candidate explains can be compared (agents/confidence.py)."""
+        findings, _ = ranking_findings(extraction)
+        out = []
+        for c in candidates:
+            if not c.matched and "kg" not in c.ranks and findings:
+                got = self.ranker.explained(c.concept_id, findings)
+                if got:
+                    c = c.model_copy(update={"matched": got, "explanation": c.explanation
+                                             + f"; the knowledge graph links it to {len(got)} of the findings"})
+            out.append(c)
+        return out
 
     def _triple(self, tid: str):
         try:
@@ -410,6 +428,11 @@ class HKI:
                         ev = chunk_evidence(ch, h.score * cfg.candidate_page_scale, query=c.name)
                         ev.concept_ids.append(c.concept_id)
                         add(ev)
+
+
+def _ranks(kg: dict[str, int], text: dict[str, int], page: dict[str, int], did: str) -> dict[str, int]:
+    """A disease's rank in each fused ranking that has it (for the diagnostic confidence, agents/confidence.py)."""
+    return {name: r[did] for name, r in (("kg", kg), ("text", text), ("page", page)) if did in r}
 
 
 def _section_score(chunk, qterms: set[str], cfg: HKIConfig) -> float:

@@ -111,6 +111,7 @@ class Candidate(BaseModel):
     supporting: list[str] = Field(default_factory=list)    # evidence ids (triples)
     contradicting: list[str] = Field(default_factory=list)
     explanation: str = ""
+    ranks: dict[str, int] = Field(default_factory=dict)    # its rank in each ranking HKI fused: "kg", "text", "page"
 
 
 class Sentence(BaseModel):

@@ -36,6 +36,11 @@ class PipelineConfig(BaseModel):
     max_entities: int = Field(40, ge=1, le=500)     # clinical entities used for retrieval (first ones in the text)
     max_llm_calls: int = Field(4, ge=0, le=20)      # logical LLM calls per case; past it agents go deterministic
     recursion_limit: int = 50
+    # diagnostic confidence (agents/confidence.py): escalate when the leading candidates explain few findings, or
+    # when the calibrated probability that the top candidate is the diagnosis is under a floor (0: never)
+    explained_top_n: int = Field(3, ge=1, le=20)           # how many leading differential items are counted
+    min_explained_findings: float = Field(0.5, ge=0.0, le=1.0)   # share of the current findings they must explain
+    min_top_confidence: float = Field(0.05, ge=0.0, le=1.0)   # calibrated P(top candidate is right): 1 in 20
 
     @field_validator("sources")
     @classmethod
