@@ -191,15 +191,12 @@ class Calibration:
     def label(self) -> str:
         """What the result says about where the probabilities come from."""
         p = self.provenance or {}
-        status = p.get("status", "fitted")
         sets = p.get("datasets") or {}
-        where = ", ".join(f"{k} {v}" for k, v in sets.items()) if isinstance(sets, Mapping) else str(sets)
-        parts = [f"{status} logistic fit on {p.get('split', 'dev')} split"]
-        if where:
-            parts.append(f"({where} cases)")
-        if p.get("date"):
-            parts.append(str(p["date"])[:10])
-        return " ".join(parts)
+        notes = [", ".join(f"{k} {v}" for k, v in sets.items()) + " cases" if isinstance(sets, Mapping) and sets
+                 else str(sets or "")]
+        notes += [str(p.get("date") or "")[:10], "provisional" if p.get("status") == "provisional" else ""]
+        notes = [n for n in notes if n]
+        return f"logistic fit on {p.get('split', 'dev')} split" + (f" ({'; '.join(notes)})" if notes else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"model": "logistic", "version": 1, "features": list(self.features), "mean": list(self.mean),
