@@ -95,3 +95,19 @@ def test_uncalibrated_state(rag, monkeypatch):
     assert r["diagnostic_confidence"]["calibration"] == "uncalibrated" and r["diagnostic_confidence"]["top"] is None
     assert not [x for x in r["escalation"]["reasons"] if "calibrated confidence" in x]
     assert "Diagnostic confidence: uncalibrated (top candidate explains" in render(r)
+
+
+def test_what_a_disease_explains_agrees_with_the_ranking(rag):
+    """``KGRanker.explained`` (used for candidates found by text alone) finds the findings the ranking matched to a
+    disease by its own edges; a parent disease may also have inherited a child's matches in the ranking."""
+    from agents.ranker import ranking_findings
+
+    res = rag.resources
+    ex = res.mee.extract(CASES[0]["presentation"])
+    pos, neg = ranking_findings(ex)
+    cands = res.ranker.rank(pos, neg, k=10, age=ex.age_years, sex=ex.sex)
+    assert cands
+    found = [set(res.ranker.explained(c.concept_id, pos)) for c in cands]
+    assert all(f <= set(c.matched) for f, c in zip(found, cands))
+    assert any(f and f == set(c.matched) for f, c in zip(found, cands))
+    assert res.ranker.explained(cands[0].concept_id, []) == []
