@@ -272,3 +272,11 @@ def test_finalize_and_the_audit_record_carry_the_block(asthma, runtime, monkeypa
     shown = trace_render(stored)
     assert "== diagnostic confidence (how likely is the diagnosis?)" in shown and "0.02" in shown
     assert "== verification (are the claims supported by the evidence they cite?)" in shown
+
+
+def test_every_face_reads_diagnostic_reasons_by_the_same_prefix():
+    from clinicalrag.bench import runner
+    from clinicalrag.commands import ask
+    from graph import result
+
+    assert ask.DIAGNOSTIC_PREFIX == runner.DIAGNOSTIC_PREFIX == result.DIAGNOSTIC_PREFIX == "diagnostic: "
