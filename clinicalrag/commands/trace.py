@@ -96,8 +96,8 @@ def _verify(args) -> int:
 # pretty printing
 
 _SHOWN = {"run_id", "seq", "ts", "hash", "prev_hash", "kind", "inputs", "entities", "evidence", "nodes",
-          "verification", "diagnostic_confidence", "escalation", "answer", "references", "code_version", "config_hash", "status",
-          "llm_model", "warnings", "latency_ms"}
+          "verification", "escalation", "answer", "references", "code_version", "config_hash", "status",
+          "llm_model", "warnings", "latency_ms", "diagnostic_confidence"}
 
 
 def _short(v: Any, n: int = 300) -> str:
