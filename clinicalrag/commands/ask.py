@@ -102,7 +102,8 @@ def render(r: dict) -> str:
     reasons = list(esc.get("reasons") or [])
     diagnostic_only = bool(reasons) and all(x.startswith(DIAGNOSTIC_PREFIX) for x in reasons)
     if esc.get("escalated") and diagnostic_only:
-        out += [bar, "⚠  NEEDS CLINICIAN REVIEW — the diagnosis is uncertain (the claims are checked apart).",
+        claims = " (its claims are supported by the cited evidence)" if status == "verified" else ""
+        out += [bar, f"⚠  NEEDS CLINICIAN REVIEW — the diagnosis is uncertain{claims}.",
                 *[f"   - {x}" for x in reasons[:8]], f"Status: {status}", bar]
     elif esc.get("escalated"):
         out += [bar, "⚠  NEEDS CLINICIAN REVIEW — this answer is not verified.",

@@ -240,7 +240,8 @@ def test_result_carries_confidence_apart_from_verification(asthma):
     text = render(r)
     assert ("Claims: 2/2 supported by cited evidence · Diagnostic confidence: low (top candidate 0.02; "
             "explains 1 of 2 findings)") in text.splitlines()
-    assert "the diagnosis is uncertain" in text and "Status: verified" in text and "not verified" not in text
+    assert "the diagnosis is uncertain (its claims are supported by the cited evidence)." in text
+    assert "Status: verified" in text and "not verified" not in text
     assert "Probability each is the diagnosis: 1. asthma 0.02 · 2. a diagnosis nothing ranked 0.02" in text
 
     bare = build_result(state, PipelineConfig(), events=[], thread_id=None, llm_model=None, calibration=None)
