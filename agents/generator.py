@@ -385,7 +385,7 @@ def _match_candidate(name: str, candidates: list[Candidate]) -> str | None:
 
 
 _ORIGIN_WORDS = {"model": "the language model", "kg": "the knowledge graph", "text": "the reference texts",
-                 "pages": "the disease pages"}
+                 "page": "the disease pages"}
 
 
 def origin_words(origins: list[str]) -> str:
@@ -403,7 +403,7 @@ def candidate_line(c: Candidate) -> str:
         who.append(f"model #{c.ranks['model']}")
     if "kg" in c.ranks:
         who.append(f"knowledge graph #{c.ranks['kg']}")
-    if "pages" in c.ranks or "text" in c.ranks:
+    if "page" in c.ranks or "text" in c.ranks:
         who.append("reference texts")
     parts = [f"- {c.name} ({', '.join(who) or 'retrieval'})"]
     if c.demoted:

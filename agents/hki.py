@@ -284,6 +284,8 @@ class HKI:
             rescored = self.prior.rescore(candidates, p.prior_weight)
             # a proposed disease is never silently lost: it stays in the list the generator sees
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
+        if candidates and extraction is not None and hasattr(self.ranker, "explained"):
+            candidates = self._explain_text_found(candidates, extraction)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -380,7 +382,7 @@ class HKI:
             for key, rank, w, text in (
                     ("kg", kg_rank.get(did), 1.0, None),
                     ("text", text_rank.get(did), cfg.text_weight, "its reference chunks rank {r} in the text search"),
-                    ("pages", page_rank.get(did), page_weight,
+                    ("page", page_rank.get(did), page_weight,
                      "its reference page ranks {r} for the whole presentation"),
                     ("model", model_rank.get(did), p.model_weight, "the language model proposed it at rank {r}")):
                 if not rank:
@@ -446,6 +448,20 @@ class HKI:
         # every proposed disease stays in the list the generator sees (a model candidate is never silently lost)
         keep += [c for c in fused[n:] if "model" in c.origins]
         return keep
+
+    def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction) -> list[Candidate]:
+        """Candidates found by text alone get, as ``matched``, the findings the knowledge graph links them to (the
+        ranking's own edges), so what each candidate explains can be compared (agents/confidence.py)."""
+        findings, _ = ranking_findings(extraction)
+        out = []
+        for c in candidates:
+            if not c.matched and "kg" not in c.ranks and findings:
+                got = self.ranker.explained(c.concept_id, findings)
+                if got:
+                    c = c.model_copy(update={"matched": got, "explanation": c.explanation
+                                             + f"; the knowledge graph links it to {len(got)} of the findings"})
+            out.append(c)
+        return out
 
     def _triple(self, tid: str):
         try:

@@ -579,6 +579,22 @@ class KGRanker:
             top += sorted(((sc, d) for sc, d in scored if d in wanted), key=lambda x: -x[0])
         return [self._candidate(d, s, ev[d], neg, neg_prof) for s, d in top]
 
+    def explained(self, disease: str, findings: list[Entity] | list[str]) -> list[str]:
+        """The ids of ``findings`` the knowledge graph links to ``disease`` by the edges the ranking uses (a finding
+        that is the disease itself included), whether or not the ranking would place the disease in its top k: what a
+        disease found by text retrieval alone explains of the presentation."""
+        idx = self.index
+        d = idx.canon.get(disease, disease)
+        out: list[str] = []
+        for f in self._ids(findings):
+            cat = idx.category.get(f)
+            if cat == "disease":
+                if idx.canon.get(f, f) == d:
+                    out.append(f)
+            elif cat in FINDING_CATEGORIES and d in idx.profile(f, with_parents=True):
+                out.append(f)
+        return out
+
     def _expand(self, edges: "tuple[EdgeInfo, ...] | _Via") -> tuple[EdgeInfo, ...]:
         """Edges of a (possibly inherited) match, best first; inherited ones discounted and tagged "via child"."""
         if not isinstance(edges, _Via):

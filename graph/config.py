@@ -47,6 +47,11 @@ class PipelineConfig(BaseModel):
     contradiction_penalty: float = Field(0.35, ge=0.0, le=1.0)  # score factor lost per finding a candidate
     #                                                           expects and the patient does not have
     recursion_limit: int = 50
+    # diagnostic confidence (agents/confidence.py): escalate when the leading candidates explain few findings, or
+    # when the calibrated probability that the top candidate is the diagnosis is under a floor (0: never)
+    explained_top_n: int = Field(3, ge=1, le=20)           # how many leading differential items are counted
+    min_explained_findings: float = Field(0.5, ge=0.0, le=1.0)   # share of the current findings they must explain
+    min_top_confidence: float = Field(0.05, ge=0.0, le=1.0)   # calibrated P(top candidate is right): 1 in 20
 
     @field_validator("sources")
     @classmethod

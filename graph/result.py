@@ -7,6 +7,7 @@ from typing import Any
 
 from agents.answer import clean_draft
 from agents.llm.budget import logical_calls
+from agents.confidence import Assessment, Calibration, assess, load_calibration
 from agents.types import Draft
 from agents.verifier import clean_citations
 
@@ -19,10 +20,50 @@ STATUS_UNVERIFIED_DIRECT = "unverified (language model only, no evidence)"
 STATUS_UNVERIFIED_NO_VERIFIER = "unverified (verifier disabled)"
 STATUS_REJECTED = "rejected"
 INSUFFICIENT_ESCALATION = "insufficient evidence"
+# escalation reasons about the diagnosis (not about the evidence for the claims) start with this
+DIAGNOSTIC_PREFIX = "diagnostic: "
+
+_PACKAGED: Any = object()   # "the packaged calibration" (agents/data/diagnostic_confidence.json, when present)
 
 
-def status_and_escalation(state: State, cfg: PipelineConfig) -> tuple[str, list[str]]:
-    """(status, escalation reasons) of a finished turn; the reasons include any added here."""
+def is_diagnostic(reason: str) -> bool:
+    return reason.startswith(DIAGNOSTIC_PREFIX)
+
+
+def diagnostic_assessment(state: State, cfg: PipelineConfig, calibration: Any = _PACKAGED) -> Assessment | None:
+    """The diagnostic confidence of a finished pipeline turn (None for a rejected message or the LLM-only mode, which
+    rank no candidates). ``calibration``: a :class:`~agents.confidence.Calibration`, None for none, or by default
+    the packaged one."""
+    if state.get("input_error") or cfg.mode == "direct":
+        return None
+    cal: Calibration | None = load_calibration() if calibration is _PACKAGED else calibration
+    draft, _ = answer_draft(state)
+    return assess(draft.differential, state.get("candidates") or [], state.get("extraction"), calibration=cal,
+                  lead=cfg.explained_top_n)
+
+
+def diagnostic_reasons(a: Assessment | None, cfg: PipelineConfig) -> list[str]:
+    """Escalation reasons about the diagnosis: the leading candidates explain under ``min_explained_findings`` of
+    the current findings, or the calibrated confidence of the top one is under ``min_top_confidence``."""
+    if a is None or not a.features:
+        return []
+    out = []
+    if a.findings and a.lead_explained < cfg.min_explained_findings * a.findings:
+        lead = "the leading candidate" if min(a.lead, len(a.features)) == 1 else "the leading candidates"
+        out.append(f"{DIAGNOSTIC_PREFIX}{lead} explain{'s' if lead.endswith('candidate') else ''} only "
+                   f"{a.lead_explained} of {a.findings} findings")
+    if a.top is not None and a.top < cfg.min_top_confidence:
+        out.append(f"{DIAGNOSTIC_PREFIX}the top candidate's calibrated confidence is {a.top:.2f}, under "
+                   f"{cfg.min_top_confidence:.2f}")
+    return out
+
+
+def status_and_escalation(state: State, cfg: PipelineConfig, calibration: Any = _PACKAGED) -> tuple[str, list[str]]:
+    """(status, escalation reasons) of a finished turn; the reasons include any added here.
+
+    The status is about the claims: "verified" means every claim is supported by the evidence it cites. Reasons
+    about the diagnosis (:data:`DIAGNOSTIC_PREFIX`, :func:`diagnostic_reasons`) escalate the answer to a clinician
+    without changing the status; the result's ``diagnostic_confidence`` says how likely the diagnosis is."""
     reasons = list(state.get("escalation") or [])
     if state.get("input_error"):
         return STATUS_REJECTED, reasons
@@ -30,8 +71,12 @@ def status_and_escalation(state: State, cfg: PipelineConfig) -> tuple[str, list[
     v = state.get("verification")
     if cfg.mode == "direct":
         return STATUS_UNVERIFIED_DIRECT, reasons
-    if reasons or draft.insufficient:
-        return STATUS_REVIEW, reasons or [INSUFFICIENT_ESCALATION]
+    evidence_reasons = [r for r in reasons if not is_diagnostic(r)]
+    if not draft.insufficient:
+        reasons += [r for r in diagnostic_reasons(diagnostic_assessment(state, cfg, calibration), cfg)
+                    if r not in reasons]
+    if evidence_reasons or draft.insufficient:
+        return STATUS_REVIEW, reasons if evidence_reasons else [INSUFFICIENT_ESCALATION, *reasons]
     if not cfg.use_verifier:
         return STATUS_UNVERIFIED_NO_VERIFIER, reasons
     return (STATUS_VERIFIED if v is not None and v.passed else STATUS_REVIEW), reasons
@@ -68,9 +113,20 @@ def llm_summary(events: list[dict[str, Any]], model: str | None) -> dict[str, An
             "cached": sum(bool(c.get("cached")) for c in calls)}
 
 
+def diagnostic_block(a: Assessment | None, differential: list[Any]) -> dict[str, Any] | None:
+    """The result's ``diagnostic_confidence``: the top item's calibrated probability and its level, the findings
+    explained, where the calibration comes from, and per item its probability and the features it came from."""
+    if a is None:
+        return None
+    items = [{"rank": d.rank, "diagnosis": d.diagnosis, "concept_id": d.concept_id,
+              "confidence": None if p is None else round(p, 4), "features": f}
+             for d, p, f in zip(differential, a.confidences, a.features)]
+    return {**a.block(), "items": items}
+
+
 def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, Any]], thread_id: str | None,
-                 llm_model: str | None, now: float | None = None) -> Result:
-    status, reasons = status_and_escalation(state, cfg)
+                 llm_model: str | None, now: float | None = None, calibration: Any = _PACKAGED) -> Result:
+    status, reasons = status_and_escalation(state, cfg, calibration)
     started = state.get("started_at")
     latency = round(((now if now is not None else time.time()) - started) * 1000, 1) if started else 0.0
     base: Result = {
@@ -84,14 +140,17 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
         return {**base, "answer": "", "differential": [], "must_not_miss": [], "next_steps": [], "verification": None,
                 "references": [], "reference_map": {}, "evidence": [], "candidates": [], "extraction": None,
                 "proposals": [], "disagreement": None,
-                "presentation": None}
+                "presentation": None, "diagnostic_confidence": None}
     draft, text = answer_draft(state)
     v = state.get("verification")
     ex = state.get("extraction")
+    a = diagnostic_assessment(state, cfg, calibration)
+    confidences = a.confidences if a is not None else [None] * len(draft.differential)
     return {
         **base,
         "answer": text,
-        "differential": [d.model_dump() for d in draft.differential],
+        "differential": [{**d.model_dump(), "confidence": None if p is None else round(p, 4)}
+                         for d, p in zip(draft.differential, confidences)],
         "must_not_miss": [i.model_dump() for i in state.get("must_not_miss") or []],
         "next_steps": list(draft.next_steps),
         "verification": v.model_dump() if v is not None else None,
@@ -103,6 +162,7 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
         "disagreement": draft.disagreement.model_dump() if draft.disagreement is not None else None,
         "extraction": ex.model_dump() if ex is not None else None,
         "presentation": state.get("presentation"),
+        "diagnostic_confidence": diagnostic_block(a, draft.differential),
     }
 
 
@@ -136,6 +196,7 @@ def audit_record(state: State, result: Result, prompts: list[dict[str, Any]], co
                           for i in result.get("must_not_miss") or []],
         "nodes": with_prompts(result["trace"], prompts),
         "verification": result["verification"],
+        "diagnostic_confidence": result.get("diagnostic_confidence"),
         "escalation": result["escalation"],
         "status": result["status"],
         "answer": result["answer"],

@@ -105,6 +105,7 @@ class Result(TypedDict, total=False):
     llm: dict[str, Any]
     latency_ms: float
     run_id: str | None
+    diagnostic_confidence: dict[str, Any] | None   # how likely the diagnosis is (apart from verification)
 
 
 class OutputState(TypedDict):

@@ -378,6 +378,9 @@ def summarize(rec: dict) -> dict:
     diff = _get(rec, "draft", "differential") or rec.get("differential")
     if isinstance(diff, list) and diff and isinstance(diff[0], dict):
         top = diff[0].get("diagnosis")
+    dx = rec.get("diagnostic_confidence") if isinstance(rec.get("diagnostic_confidence"), dict) else {}
+    if top is None and dx.get("items"):
+        top = dx["items"][0].get("diagnosis")
     escalated = None
     if isinstance(esc, dict):
         escalated = esc.get("escalated", esc.get("needed", bool(esc)))
@@ -389,6 +392,8 @@ def summarize(rec: dict) -> dict:
         "top_diagnosis": top,
         "passed": ver.get("passed"),
         "escalated": escalated,
+        "diagnostic_top": dx.get("top"),
+        "diagnostic_level": dx.get("level"),
     }
 
 

@@ -28,13 +28,13 @@ Level = Literal["strict", "lenient"]
 Prices = Mapping[str, Mapping[str, float]]
 
 __all__ = [
-    "Paired", "Summary", "accuracy_at", "avg_sd", "citation_validity", "completion_tokens_per_case", "cost_usd",
-    "ddf1", "ddp", "ddr", "differential_overlap", "error_count", "error_rate", "escalation_rate",
-    "evidence_recall", "fmt_avg_sd", "gtpa", "gtpa_at", "hit", "is_mcq", "latency_percentile",
-    "llm_calls_per_case", "mcnemar_exact", "mcq_accuracy", "mcq_correct", "mrr", "normalise_name", "paired",
-    "percentile", "prompt_tokens_per_case", "recall_at", "repeat_metrics", "retrieval_n", "string_fallbacks",
-    "summarise", "support_rate", "support_rate_per_case", "total_tokens", "unlinked_predictions",
-    "warning_count",
+    "Paired", "Reliability", "ReliabilityBin", "Summary", "accuracy_at", "avg_sd", "brier_score",
+    "citation_validity", "completion_tokens_per_case", "cost_usd", "ddf1", "ddp", "ddr", "differential_overlap",
+    "error_count", "error_rate", "escalation_rate", "evidence_recall", "expected_calibration_error", "fmt_avg_sd",
+    "gtpa", "gtpa_at", "hit", "is_mcq", "latency_percentile", "llm_calls_per_case", "mcnemar_exact", "mcq_accuracy",
+    "mcq_correct", "mrr", "normalise_name", "paired", "percentile", "prompt_tokens_per_case", "recall_at",
+    "reliability", "repeat_metrics", "retrieval_n", "string_fallbacks", "summarise", "support_rate",
+    "support_rate_per_case", "top1_confidences", "total_tokens", "unlinked_predictions", "warning_count",
 ]
 
 
@@ -257,6 +257,92 @@ def escalation_rate(records: Sequence[Record]) -> float | None:
     return _mean(float(bool(x.get("escalated"))) for x in _with_faithfulness(records))
 
 
+# --------------------------------------------------------------------------------------------- diagnostic confidence
+
+
+def top1_confidences(records: Sequence[Record], level: Level = "strict") -> list[tuple[float, bool]]:
+    """(confidence of the top prediction, whether the record is a top-1 hit per :func:`hit`) for every record
+    whose first prediction carries a ``confidence``; records without predictions (failed cases, empty
+    differentials) or without a confidence (systems without one, uncalibrated runs) are left out."""
+    out = []
+    for r in records:
+        preds = r.get("predictions") or []
+        conf = preds[0].get("confidence") if preds else None
+        if conf is None:
+            continue
+        out.append((min(max(float(conf), 0.0), 1.0), hit(r, 1, level)))
+    return out
+
+
+def _bin_of(p: float, bins: int) -> int:
+    return min(int(p * bins), bins - 1)
+
+
+def brier_score(pairs: Sequence[tuple[float, bool]]) -> float | None:
+    """Mean of (p - y)^2 over (probability, outcome) pairs. None when empty."""
+    return _mean((p - float(y)) ** 2 for p, y in pairs)
+
+
+def expected_calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 10) -> float | None:
+    """ECE with ``bins`` equal-width bins of the probability ([0, 1/bins), ..., [1 - 1/bins, 1]): the mean over
+    pairs of |observed accuracy - mean probability| of their bin, i.e. sum_b n_b/N * |acc_b - conf_b|. None when
+    empty."""
+    if bins < 1:
+        raise ValueError("bins must be at least 1")
+    if not pairs:
+        return None
+    acc: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for p, y in pairs:
+        acc[_bin_of(p, bins)].append((p, y))
+    n = len(pairs)
+    return sum(len(v) / n * abs(sum(float(y) for _, y in v) / len(v) - sum(p for p, _ in v) / len(v))
+               for v in acc.values())
+
+
+@dataclass
+class ReliabilityBin:
+    low: float
+    high: float
+    n: int
+    mean_confidence: float | None      # None for an empty bin
+    accuracy: float | None
+
+
+@dataclass
+class Reliability:
+    """Reliability of the top-1 confidences of some records: ``bins`` (all of them, empty ones with n = 0), ``n``
+    pairs, ``ece``, ``brier``, the mean confidence and the observed top-1 accuracy of those pairs, and ``missing``:
+    records left out because their top prediction had no confidence."""
+
+    n: int
+    bins: list[ReliabilityBin]
+    ece: float
+    brier: float
+    mean_confidence: float
+    accuracy: float
+    missing: int = 0
+
+
+def reliability(records: Sequence[Record], bins: int = 10, level: Level = "strict") -> Reliability | None:
+    """The reliability table of the top-1 confidences (:func:`top1_confidences`) in ``bins`` equal-width bins, with
+    ECE and Brier score. None when no record has a top-1 confidence."""
+    pairs = top1_confidences(records, level)
+    if not pairs:
+        return None
+    groups: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for p, y in pairs:
+        groups[_bin_of(p, bins)].append((p, y))
+    table = []
+    for b in range(bins):
+        v = groups.get(b, [])
+        table.append(ReliabilityBin(low=b / bins, high=(b + 1) / bins, n=len(v),
+                                    mean_confidence=sum(p for p, _ in v) / len(v) if v else None,
+                                    accuracy=sum(float(y) for _, y in v) / len(v) if v else None))
+    return Reliability(n=len(pairs), bins=table, ece=float(expected_calibration_error(pairs, bins)),
+                       brier=float(brier_score(pairs)), mean_confidence=sum(p for p, _ in pairs) / len(pairs),
+                       accuracy=sum(float(y) for _, y in pairs) / len(pairs), missing=len(records) - len(pairs))
+
+
 # --------------------------------------------------------------------------------------------- latency and cost
 
 
@@ -420,7 +506,8 @@ def repeat_metrics(records: Sequence[Record], prices: Prices | None = None) -> d
     ``latency_p50_ms``, ``latency_p95_ms``, ``llm_calls``, ``prompt_tokens``, ``completion_tokens`` (per case),
     ``total_tokens``, ``cost_usd`` (total of the repeat) and ``cost_per_case_usd`` (only when ``prices`` is given),
     ``error_rate``, and the counts in the repeat ``errors``, ``warnings``, ``string_fallbacks``,
-    ``unlinked_predictions``.
+    ``unlinked_predictions``; for records whose top prediction has a calibrated confidence: ``confidence_n``,
+    ``mean_confidence``, ``ece`` (10 bins), ``brier``, and ``diagnostic_escalation_rate``.
     """
     out: dict[str, float | None] = {}
     for k in (1, 3, 5, 10):
@@ -442,6 +529,14 @@ def repeat_metrics(records: Sequence[Record], prices: Prices | None = None) -> d
     out["support_rate_case"] = support_rate_per_case(records)
     out["citation_validity"] = citation_validity(records)
     out["escalation_rate"] = escalation_rate(records)
+    pairs = top1_confidences(records)
+    if pairs:
+        out["confidence_n"] = len(pairs)
+        out["mean_confidence"] = _mean(p for p, _ in pairs)
+        out["ece"] = expected_calibration_error(pairs)
+        out["brier"] = brier_score(pairs)
+    out["diagnostic_escalation_rate"] = _mean(float(bool(r["diagnostic"].get("escalated"))) for r in records
+                                              if r.get("diagnostic"))
     out["latency_p50_ms"] = latency_percentile(records, 50)
     out["latency_p95_ms"] = latency_percentile(records, 95)
     out["llm_calls"] = llm_calls_per_case(records)

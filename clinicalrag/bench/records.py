@@ -38,6 +38,8 @@ class Prediction(TypedDict, total=False):
     rank: int                     # 1-based
     diagnosis: str                # as the system wrote it
     concept_id: str | None        # KG concept the system or the matcher linked it to (None: unlinkable)
+    confidence: float | None      # pipeline: calibrated P(this is the diagnosis) (None: uncalibrated)
+    features: dict[str, Any]      # pipeline: what the confidence is computed from (agents.confidence.item_features)
 
 
 class Match(TypedDict, total=False):
@@ -64,6 +66,16 @@ class Faithfulness(TypedDict, total=False):
     escalated: bool
 
 
+class Diagnostic(TypedDict, total=False):
+    top: float | None             # calibrated probability that the top prediction is the diagnosis
+    level: str                    # "high" / "moderate" / "low" / "unknown" (uncalibrated)
+    findings: int                 # current findings with a concept id
+    top_explains: int             # of them, explained by the top prediction
+    leading_explain: int          # ... by the leading predictions together
+    escalated: bool               # escalated for a diagnostic reason
+    calibration: str              # where the probabilities come from, or "uncalibrated"
+
+
 class LLMUsage(TypedDict, total=False):
     model: str | None
     calls: int
@@ -87,6 +99,7 @@ class CaseRecord(TypedDict, total=False):
     match: Match
     retrieval: Retrieval | None   # None for systems without retrieval (direct)
     faithfulness: Faithfulness | None  # None for systems without a verifier
+    diagnostic: Diagnostic | None  # pipeline: the result's diagnostic confidence (None for other systems)
     dataset_differential: list[str]  # the dataset's differential (DDXPlus), else []
     status: str                   # the pipeline's status, "ok" for baselines, "error" when the case failed
     error: str | None             # why the case failed (the case still counts as a miss)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from clinicalrag.bench.metrics import Paired, Prices, Summary, fmt_avg_sd, paired, summarise
+from clinicalrag.bench.metrics import Paired, Prices, Summary, fmt_avg_sd, paired, reliability, summarise
 from clinicalrag.bench.records import MANIFEST_FILE, RECORDS_FILE
 
 log = logging.getLogger(__name__)
@@ -302,7 +302,8 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, *, baselin
     pictures: dict[str, bool] = {}
     if plots:
         pictures = _write_plots(ctx, out)
-    lines = [*_header(ctx), *_table1(ctx), *_table2(ctx), *_retrieval(ctx), *_faithfulness(ctx), *_cost(ctx),
+    lines = [*_header(ctx), *_table1(ctx), *_table2(ctx), *_retrieval(ctx), *_faithfulness(ctx), *_reliability(ctx),
+             *_cost(ctx),
              *_linking(ctx), *_ddxplus(ctx), *_paired_section(ctx, baseline), *_errors(ctx),
              *_plots_section(pictures)]
     path = out / REPORT_FILE
@@ -420,6 +421,33 @@ def _faithfulness(ctx: _Context) -> list[str]:
                     "answers escalated (all in %).",
                     ["Dataset", "System", "Model", "Support rate", "Support rate (per case)",
                      "Citation validity", "Escalation rate"], rows)
+
+
+def _reliability(ctx: _Context) -> list[str]:
+    """Calibration of the top-1 diagnostic confidence: per (dataset, system, model) the pooled ECE and Brier score,
+    then the bins (predicted confidence against observed top-1 accuracy)."""
+    groups = [(s, reliability(ctx.groups[(s.dataset, s.system, s.model)])) for s in ctx.summaries]
+    groups = [(s, rel) for s, rel in groups if rel is not None]
+    if not groups:
+        return []
+    lines = ["## Reliability of the diagnostic confidence", "",
+             ("The calibrated probability that the top diagnosis is right (`diagnostic_confidence`), against how often "
+              "it was (top-1, strict; MCQ: the chosen option), over all repeats. ECE: expected calibration error over "
+              "10 equal-width bins (0 is perfect); Brier: mean squared error of the probability; diagnostic "
+              "escalation: answers escalated because the leading diagnoses explain few findings or the top one is "
+              "unlikely. Apart from the faithfulness above: an answer whose claims are all supported can still name "
+              "the wrong disease."), ""]
+    lines += _table(["Dataset", "System", "Model", "n", "Mean confidence (%)", "Top-1 accuracy (%)", "ECE",
+                     "Brier", "Without confidence", "Diagnostic escalation (%)"],
+                    [[s.dataset, s.system, s.model, rel.n, f"{rel.mean_confidence * 100:.1f}",
+                      f"{rel.accuracy * 100:.1f}", f"{rel.ece:.3f}", f"{rel.brier:.3f}", rel.missing,
+                      _cell(s, "diagnostic_escalation_rate")] for s, rel in groups])
+    for s, rel in groups:
+        lines += [f"### {s.dataset} — {_label(s.system, s.model)}", ""]
+        lines += _table(["Confidence", "n", "Mean predicted (%)", "Observed accuracy (%)"],
+                        [[f"{b.low:.1f}–{b.high:.1f}", b.n, f"{b.mean_confidence * 100:.1f}",
+                          f"{b.accuracy * 100:.1f}"] for b in rel.bins if b.n])
+    return lines
 
 
 def _cost(ctx: _Context) -> list[str]:

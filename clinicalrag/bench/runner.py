@@ -83,7 +83,35 @@ def _faithfulness(result: dict[str, Any]) -> dict[str, Any] | None:
             "contradicted": sum(c.get("verdict") == "CONTRADICTED" for c in claims),
             "citations": sum(len(c.get("citations") or []) for c in claims) + len(v.get("fabricated_citations") or []),
             "invalid_citations": len(v.get("fabricated_citations") or []),
-            "escalated": bool((result.get("escalation") or {}).get("escalated"))}
+            "escalated": bool(_evidence_reasons(result))}
+
+
+DIAGNOSTIC_PREFIX = "diagnostic: "   # graph.result.DIAGNOSTIC_PREFIX (reasons about the diagnosis, not the claims)
+
+
+def _evidence_reasons(result: dict[str, Any]) -> list[str]:
+    """The escalation reasons about evidence and verification (the faithfulness record's ``escalated``, as before
+    diagnostic escalation existed)."""
+    return [r for r in (result.get("escalation") or {}).get("reasons") or [] if not r.startswith(DIAGNOSTIC_PREFIX)]
+
+
+def _with_confidence(predictions: list[dict[str, Any]], result: dict[str, Any]) -> dict[str, Any] | None:
+    """Adds each prediction's calibrated confidence and features (from the result's ``diagnostic_confidence``) and
+    returns the record's ``diagnostic`` block; None when the result has no diagnostic confidence."""
+    block = result.get("diagnostic_confidence")
+    if not block:
+        return None
+    by_rank = {it.get("rank"): it for it in block.get("items") or []}
+    for p in predictions:
+        it = by_rank.get(p.get("rank"))
+        if it is not None:
+            p["confidence"] = it.get("confidence")
+            p["features"] = it.get("features") or {}
+    reasons = (result.get("escalation") or {}).get("reasons") or []
+    return {"top": block.get("top"), "level": block.get("level"), "findings": block.get("findings"),
+            "top_explains": block.get("top_explains"), "leading_explain": block.get("leading_explain"),
+            "escalated": any(r.startswith(DIAGNOSTIC_PREFIX) for r in reasons),
+            "calibration": block.get("calibration")}
 
 
 class CaseRunner:
@@ -102,7 +130,8 @@ class CaseRunner:
         rec: CaseRecord = {
             "v": RECORD_VERSION, "system": system.spec, "model": "none", "dataset": self.dataset, "repeat": repeat,
             "case_id": case.id, "label": case.label, "answer": case.answer, "predictions": [], "choice": None,
-            "retrieval": None, "faithfulness": None, "dataset_differential": list(case.differential),
+            "retrieval": None, "faithfulness": None, "diagnostic": None,
+            "dataset_differential": list(case.differential),
             "status": "ok", "error": None, "warnings": [], "latency_ms": 0.0,
             "llm": {"model": None, "calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0, "cached": 0},
         }
@@ -139,8 +168,10 @@ class CaseRunner:
                     rec["model"] = (result.get("llm") or {}).get("model") or "unknown"
                 answer_text = result.get("answer") or ""
                 rec["predictions"] = predictions_from_differential(result.get("differential") or [], MAX_PREDICTIONS)
+                if system.kind == "pipeline":
+                    rec["diagnostic"] = _with_confidence(rec["predictions"], result)
                 cands = result.get("candidates") or []
-                ranked = [dict(p) for p in rec["predictions"]]
+                ranked = [{k: p[k] for k in ("rank", "diagnosis", "concept_id") if k in p} for p in rec["predictions"]]
                 shown = {p.get("concept_id") for p in ranked}
                 ranked += [{"rank": len(ranked) + i + 1, "diagnosis": c["name"], "concept_id": c["concept_id"]}
                            for i, c in enumerate(c for c in cands if c["concept_id"] not in shown)]

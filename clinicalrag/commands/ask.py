@@ -90,17 +90,28 @@ def run(args) -> int:
 
 
 def render(r: dict) -> str:
-    """A readable answer: status banner, differential, the must-not-miss line, verification badges, warnings,
-    references."""
+    """A readable answer: status banner, the claims and diagnostic-confidence line, differential, the must-not-miss
+    line, verification badges, warnings, references."""
     out = []
     esc = r.get("escalation") or {}
     status = r["status"]
     bar = "=" * 78
-    if esc.get("escalated"):
+    reasons = list(esc.get("reasons") or [])
+    diagnostic_only = bool(reasons) and all(x.startswith(DIAGNOSTIC_PREFIX) for x in reasons)
+    if esc.get("escalated") and diagnostic_only:
+        claims = " (its claims are supported by the cited evidence)" if status == "verified" else ""
+        out += [bar, f"⚠  NEEDS CLINICIAN REVIEW — the diagnosis is uncertain{claims}.",
+                *[f"   - {x}" for x in reasons[:8]], f"Status: {status}", bar]
+    elif esc.get("escalated"):
         out += [bar, "⚠  NEEDS CLINICIAN REVIEW — this answer is not verified.",
-                *[f"   - {x}" for x in esc.get("reasons", [])[:8]], bar]
+                *[f"   - {x}" for x in reasons[:8]], bar]
     else:
         out += [bar, f"Status: {status}", bar]
+    out += [summary_line(r)]
+    per_item = confidence_line(r.get("differential") or [])
+    if per_item:
+        out.append(per_item)
+    out.append("")
     ex = r.get("extraction") or {}
     ents = ex.get("entities") or []
     if ents:
@@ -139,6 +150,50 @@ def render(r: dict) -> str:
                 f"run {r.get('run_id') or '-'})",
             "Decision support only: confirm with clinical judgement."]
     return "\n".join(out)
+
+
+DIAGNOSTIC_PREFIX = "diagnostic: "   # graph.result.DIAGNOSTIC_PREFIX: an escalation about the diagnosis
+
+
+def claims_text(r: dict) -> str:
+    """How many claims the verifier found supported by their cited evidence (the meaning of "verified")."""
+    v = r.get("verification")
+    claims = (v or {}).get("claims") or []
+    if r.get("mode") == "direct":
+        return "not checked (language model only, no evidence)"
+    if v is None:
+        return "not checked (verifier disabled)" if not (r.get("config") or {}).get("use_verifier", True) \
+            else "not checked"
+    if not claims:
+        return "none to check"
+    supported = sum(c.get("verdict") == "SUPPORTED" for c in claims)
+    return f"{supported}/{len(claims)} supported by cited evidence"
+
+
+def diagnostic_text(r: dict) -> str:
+    """How likely the top diagnosis is (calibrated) and how many findings it explains."""
+    d = r.get("diagnostic_confidence")
+    if not d:
+        return "not assessed"
+    if not r.get("differential"):
+        return "none (no diagnosis ranked)"
+    explains = f"explains {d.get('explained') or '?'}"
+    if d.get("top") is None:
+        return f"uncalibrated (top candidate {explains})"
+    return f"{d.get('level')} (top candidate {d['top']:.2f}; {explains})"
+
+
+def summary_line(r: dict) -> str:
+    """Claims supported and diagnostic confidence, side by side and apart: an answer whose every claim is
+    supported by its evidence can still name the wrong diagnosis."""
+    return f"Claims: {claims_text(r)} · Diagnostic confidence: {diagnostic_text(r)}"
+
+
+def confidence_line(differential: list[dict]) -> str:
+    """Each diagnosis with its calibrated probability of being the right one ('' when there are none)."""
+    shown = [f"{d.get('rank')}. {d.get('diagnosis')} {d['confidence']:.2f}" for d in differential
+             if d.get("confidence") is not None]
+    return "Probability each is the diagnosis: " + " · ".join(shown) if shown else ""
 
 
 def must_not_miss_lines(items: list[dict]) -> list[str]:

@@ -54,14 +54,18 @@ def _list(args) -> int:
     if not rows:
         print(f"no runs recorded in {log.path}")
         return 0
-    print(f"{'SEQ':>4}  {'RUN ID':<16}  {'TIME (UTC)':<19}  {'VERIFIED':<8}  {'ESC':<3}  INPUT")
+    # CLAIMS: every claim supported by its cited evidence (verified); DX: calibrated confidence in the top diagnosis
+    print(f"{'SEQ':>4}  {'RUN ID':<16}  {'TIME (UTC)':<19}  {'CLAIMS':<6}  {'DX':<13}  {'ESC':<3}  INPUT")
     for r in rows:
         passed = {True: "yes", False: "no", None: "-"}[r.get("passed") if r.get("passed") in (True, False) else None]
         esc = {True: "yes", False: "no"}.get(r.get("escalated"), "-")
         ts = str(r.get("ts") or "")[:19].replace("T", " ")
         top = f" -> {r['top_diagnosis']}" if r.get("top_diagnosis") else ""
-        print(f"{r.get('seq', ''):>4}  {str(r.get('run_id', ''))[:16]:<16}  {ts:<19}  {passed:<8}  {esc:<3}  "
-              f"{r.get('input', '')}{top}")
+        dx = r.get("diagnostic_level") or "-"
+        if r.get("diagnostic_top") is not None:
+            dx = f"{dx} {r['diagnostic_top']:.2f}"
+        print(f"{r.get('seq', ''):>4}  {str(r.get('run_id', ''))[:16]:<16}  {ts:<19}  {passed:<6}  {dx:<13}  "
+              f"{esc:<3}  {r.get('input', '')}{top}")
     return 0
 
 
@@ -93,7 +97,7 @@ def _verify(args) -> int:
 
 _SHOWN = {"run_id", "seq", "ts", "hash", "prev_hash", "kind", "inputs", "entities", "evidence", "nodes",
           "verification", "escalation", "answer", "references", "code_version", "config_hash", "status",
-          "llm_model", "warnings", "latency_ms"}
+          "llm_model", "warnings", "latency_ms", "diagnostic_confidence"}
 
 
 def _short(v: Any, n: int = 300) -> str:
@@ -182,7 +186,7 @@ def render(rec: dict) -> str:
 
     ver = rec.get("verification")
     if isinstance(ver, dict):
-        _section(out, "verification")
+        _section(out, "verification (are the claims supported by the evidence they cite?)")
         out.append(f"  passed: {ver.get('passed')}  supported ratio: {ver.get('supported_ratio')}")
         if ver.get("fabricated_citations"):
             out.append(f"  fabricated citations removed: {', '.join(map(str, ver['fabricated_citations']))}")
@@ -197,6 +201,19 @@ def render(rec: dict) -> str:
             out.append(f"  reason: {_short(r, 300)}")
         for r in ver.get("notes") or []:
             out.append(f"  note: {_short(r, 300)}")
+
+    dx = rec.get("diagnostic_confidence")
+    if isinstance(dx, dict):
+        _section(out, "diagnostic confidence (how likely is the diagnosis?)")
+        top = dx.get("top")
+        out.append(f"  top: {'-' if top is None else f'{top:.2f}'}  level: {dx.get('level')}  "
+                   f"top candidate explains {dx.get('explained')}; leading explain {dx.get('explained_by_leading')}")
+        out.append(f"  calibration: {dx.get('calibration')}")
+        for it in dx.get("items") or []:
+            if isinstance(it, dict):
+                conf = it.get("confidence")
+                out.append(f"  {it.get('rank')!s:>2}. {'-' if conf is None else f'{conf:.2f}':>5}  "
+                           f"{it.get('diagnosis')}  {_short(it.get('features') or {}, 160)}")
 
     esc = rec.get("escalation")
     if esc:

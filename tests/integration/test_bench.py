@@ -55,6 +55,15 @@ def test_run_writes_one_record_per_system_and_case(run_dir):
         assert r["match"]["method"] == ("string" if r["label"] == "Jaundice" else "concept"), r["label"]
     pipe = [r for r in recs if r["system"] == "pipeline"]
     assert all(r["retrieval"] is not None and r["faithfulness"] is not None for r in pipe)
+    # each pipeline prediction carries its calibrated confidence and the features it came from; baselines none
+    for r in pipe:
+        assert r["diagnostic"] is not None and r["diagnostic"]["level"] in ("low", "moderate", "high", "unknown")
+        for p in r["predictions"]:
+            assert p["features"]["rank"] == p["rank"] and 0.0 <= p["confidence"] <= 1.0, p
+        if r["predictions"]:
+            assert r["diagnostic"]["top"] == r["predictions"][0]["confidence"]
+    assert all(r["diagnostic"] is None and "confidence" not in str(r["predictions"]) for r in recs
+               if r["system"] == "bm25")
     # the systems are measured, not assumed: some case is a hit for some system, and the baselines differ
     assert any(r["match"]["strict_rank"] == 1 for r in recs)
     assert [r["predictions"][:1] for r in pipe] != [r["predictions"][:1] for r in recs if r["system"] == "bm25"]
