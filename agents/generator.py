@@ -109,6 +109,9 @@ class Generator:
             ranking, info, err = self._llm(presentation, candidates, sentences_, evidence, attempt)
             if ranking is not None:
                 draft = self.merge(ranking, extractive, candidates, kept)
+                if info.get("dropped_citations"):
+                    warnings.append(f"generator: dropped {len(info['dropped_citations'])} citation(s) of ids that "
+                                    "are not in the evidence shown to the model")
             else:
                 warnings.append(f"generator: LLM unavailable ({err}); extractive answer from the fused ranking")
         if not draft.insufficient:
@@ -179,6 +182,7 @@ class Generator:
         alias = {f"E{i}": s.evidence_id for i, s in enumerate(kept, 1)}
         known = {s.evidence_id for s in kept}
         items = []
+        dropped: list[str] = []
         for d in res.value.differential[: self.k + 2]:
             name = d.diagnosis.strip()
             if not name:
@@ -189,6 +193,8 @@ class Generator:
                                           concept_id=_match_candidate(name, candidates),
                                           likelihood=d.likelihood, rationale=d.rationale.strip(),
                                           citations=[c for c in cits if c in known]))
+            dropped += [c for c in cits if c not in known]
+        info["dropped_citations"] = dropped
         return items, info, None
 
     def merge(self, ranking: list[DifferentialItem], extractive: Draft, candidates: list[Candidate],

@@ -56,7 +56,7 @@ def test_influenza_case_end_to_end(rag):
     if r["status"] == "verified":   # verified = the claims are supported; only the diagnosis may still escalate
         assert all(x.startswith("diagnostic: ") for x in r["escalation"]["reasons"])
     nodes = [e["node"] for e in r["trace"]]
-    assert nodes[:4] == ["intake", "mee", "hki", "grade"] and nodes[-3:] == ["krg", "must_not_miss", "finalize"]
+    assert nodes[:5] == ["intake", "mee", "propose", "hki", "grade"] and nodes[-3:] == ["krg", "must_not_miss", "finalize"]
     assert r["llm"]["calls"] == 0 and r["llm"]["model"] is None
 
 

@@ -140,7 +140,7 @@ def test_llm_calls_are_child_runs_in_the_trace(knowledge, llama_server, tmp_path
     roots = [x for x in tc.roots() if x.get("name") == "clinicalrag"]
     assert len(roots) == 1, tc.tree_text()
     nodes = {x["name"]: x for x in tc.children(str(roots[0]["id"]))}
-    assert {"intake", "mee", "hki", "generate", "finalize"} <= set(nodes), tc.tree_text()
+    assert {"intake", "mee", "propose", "hki", "generate", "finalize"} <= set(nodes), tc.tree_text()
     llm_runs = [x for x in tc.runs.values() if x.get("run_type") == "llm"]
     made = [c for ev in r["trace"] for c in ev.get("llm_calls", [])]
     assert llm_runs and len(llm_runs) <= len(made), (tc.tree_text(), made)

@@ -54,7 +54,7 @@ def test_call_records_carry_metadata_not_prompts(faulty_server):
     res = llm.chat(MSGS, tag="x")
     assert res.error and llm.calls[0]["error"] == res.error and llm.calls[0]["tag"] == "x"
     assert set(llm.calls[0]) == {"tag", "model", "mode", "prompt_tokens", "completion_tokens", "latency_s",
-                                 "attempts", "finish_reason", "error", "cached", "ts"}
+                                 "attempts", "finish_reason", "error", "cached", "ts", "logical", "parse_error"}
 
 
 def test_prompt_over_the_input_cap_is_not_sent(faulty_server):
