@@ -199,6 +199,14 @@ def parse_reply(text: str, schema: type[T], finish_reason: str | None = None) ->
         if finish_reason == "length":
             msg += " (reply truncated at max_tokens)"
         return None, short(msg)
+    fields = set(schema.model_fields)
+    if fields and isinstance(obj, dict) and not fields & set(obj):
+        # e.g. a reply cut short: the only complete object left is an inner one, which would validate as an
+        # empty answer of the outer schema
+        msg = f"malformed JSON: the reply has none of the fields {sorted(fields)}"
+        if finish_reason == "length":
+            msg += " (reply truncated at max_tokens)"
+        return None, short(msg)
     try:
         return schema.model_validate(obj), None
     except ValidationError as exc:
