@@ -303,7 +303,7 @@ def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path, *, baselin
     if plots:
         pictures = _write_plots(ctx, out)
     lines = [*_header(ctx), *_table1(ctx), *_table2(ctx), *_retrieval(ctx), *_faithfulness(ctx), *_reliability(ctx),
-             *_cost(ctx),
+             *_cost(ctx), *_llm_calls(ctx),
              *_linking(ctx), *_ddxplus(ctx), *_paired_section(ctx, baseline), *_errors(ctx),
              *_plots_section(pictures)]
     path = out / REPORT_FILE
@@ -466,6 +466,43 @@ def _cost(ctx: _Context) -> list[str]:
     note = " Cost is n/a for a model without a price." if ctx.priced else " No prices were given, so no cost."
     return _section("Cost", "Latency percentiles are nearest-rank over the cases of a repeat; token counts are "
                     "means per case." + note, headers, rows)
+
+
+def _llm_calls(ctx: _Context) -> list[str]:
+    """Per call type (the agent that asked: propose, generate, verify, direct, ...): logical calls per case, the
+    share whose first reply could not be used as it came (a repair was needed, or it failed), and the share that
+    errored (HTTP, timeout); for the LLM path, how often the answer's first diagnosis came from the model and how
+    often the model and the knowledge-based ranking disagreed."""
+    rows = []
+    for (dataset, system, model), recs in sorted(ctx.groups.items()):
+        if model in ("none", None):
+            continue
+        tags: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+        for r in recs:
+            for tag, t in ((r.get("llm") or {}).get("by_tag") or {}).items():
+                acc = tags[tag]
+                acc[0] += int(t.get("calls", 0))
+                acc[1] += int(t.get("parse_errors", 0))
+                acc[2] += int(t.get("errors", 0))
+        with_model = [r for r in recs if r.get("proposals") is not None]
+        first_model = sum(bool(r.get("predictions")) and "model" in (r["predictions"][0].get("origins") or [])
+                          for r in with_model)
+        disagree = sum(bool(r.get("disagreement")) for r in with_model)
+        for tag, (calls, perr, err) in sorted(tags.items()):
+            rows.append([dataset, system, model, tag, f"{calls / max(1, len(recs)):.2f}",
+                         f"{100 * perr / calls:.1f} % ({perr}/{calls})" if calls else "n/a",
+                         f"{100 * err / calls:.1f} % ({err}/{calls})" if calls else "n/a",
+                         f"{100 * first_model / len(with_model):.0f} %" if with_model else "",
+                         f"{100 * disagree / len(with_model):.0f} %" if with_model else ""])
+    if not rows:
+        return []
+    return _section("LLM calls by type", "Logical calls per case by the agent that made them (a structured-mode "
+                    "fallback or a repair is part of its call); parse errors: first replies that were not valid JSON "
+                    "of the schema (repaired or lost); errors: HTTP failures and timeouts. For the pipeline with a "
+                    "model: the share of answers whose first diagnosis the model had proposed, and of answers where "
+                    "the model's first choice and the knowledge-based ranking's differed.",
+                    ["Dataset", "System", "Model", "Call", "Calls / case", "Parse errors", "Errors",
+                     "First diagnosis from the model", "Disagreement"], rows)
 
 
 def _linking(ctx: _Context) -> list[str]:

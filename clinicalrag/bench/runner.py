@@ -170,6 +170,12 @@ class CaseRunner:
                 rec["predictions"] = predictions_from_differential(result.get("differential") or [], MAX_PREDICTIONS)
                 if system.kind == "pipeline":
                     rec["diagnostic"] = _with_confidence(rec["predictions"], result)
+                    for p, d in zip(rec["predictions"], result.get("differential") or []):
+                        p["origins"] = list(d.get("origins") or [])
+                    if uses_llm:   # the LLM path: what the model proposed, and whether it disagreed
+                        rec["proposals"] = [{"rank": x["rank"], "name": x["name"], "concept_id": x["concept_id"]}
+                                            for x in result.get("proposals") or []]
+                        rec["disagreement"] = result.get("disagreement") is not None
                 cands = result.get("candidates") or []
                 ranked = [{k: p[k] for k in ("rank", "diagnosis", "concept_id") if k in p} for p in rec["predictions"]]
                 shown = {p.get("concept_id") for p in ranked}
