@@ -122,6 +122,13 @@ def render(r: dict) -> str:
         out.append(f"Findings: {', '.join(pos) or '—'}" + (f" | absent: {', '.join(neg)}" if neg else "")
                    + (f" | {demo}" if demo else ""))
         out.append("")
+    props = r.get("proposals") or []
+    if props:
+        out.append("The language model proposed: " + "; ".join(
+            f"{x['rank']}. {x['name']}" + (f" (= {x['concept_name']})" if x.get("concept_name") and
+                                           x["concept_name"].lower() != x["name"].lower() else "")
+            + ("" if x.get("concept_id") else " (not in the knowledge graph)") for x in props))
+        out.append("")
     refmap = r.get("reference_map") or {}
     answer = re.sub(r"(?m)^(\s*)#{1,6} ", r"\1", _numbered(r["answer"], refmap))
     mnm = must_not_miss_lines(r.get("must_not_miss") or [])
@@ -146,8 +153,9 @@ def render(r: dict) -> str:
         for ref in refs:
             out.append("  " + _fmt_ref(ref))
     llm = r.get("llm") or {}
-    out += ["", f"({r['latency_ms']:.0f} ms; LLM: {llm.get('model') or 'none'}, {llm.get('calls', 0)} calls; "
-                f"run {r.get('run_id') or '-'})",
+    by_tag = ", ".join(f"{t} {v.get('calls', 0)}" for t, v in (llm.get("by_tag") or {}).items())
+    out += ["", f"({r['latency_ms']:.0f} ms; LLM: {llm.get('model') or 'none'}, {llm.get('calls', 0)} calls"
+                f"{f' ({by_tag})' if by_tag else ''}; run {r.get('run_id') or '-'})",
             "Decision support only: confirm with clinical judgement."]
     return "\n".join(out)
 

@@ -186,3 +186,32 @@ def test_bench_run_with_the_local_model_uses_one_server(knowledge, smollm2, tmp_
     finally:
         stop_shared()
     assert srv is not None and _wait_gone(srv.pid, srv.port)
+
+
+@pytest.mark.slow
+def test_llm_path_with_the_qwen_model_keeps_influenza_first(knowledge, tmp_path):
+    """The demo case through the LLM path with the local 1.5B model: the model's proposal (influenza) is tested by
+    retrieval and leads the differential; at most 4 logical calls; each diagnosis names its origin."""
+    from agents.llm import LLMConfig, server
+    from agents.llm.providers import ProviderOptions, provide
+    from graph.config import PipelineConfig
+    from graph.pipeline import ClinicalRAG, Resources
+
+    if not llama_cpp_server_available():
+        pytest.skip("llama-cpp-python[server] is not installed (make install-llm)")
+    qwen = _qwen_gguf()
+    if qwen is None:
+        pytest.skip("no Qwen GGUF (see test_cli_ask_with_the_qwen_model)")
+    kg, index = knowledge
+    try:
+        cfg = provide("local", ProviderOptions(model_path=qwen, progress=False)).apply(LLMConfig())
+        rag = ClinicalRAG(Resources(llm_config=cfg, kg=kg, index=index, audit_path=tmp_path / "a.jsonl"))
+        r = rag.ask("34-year-old woman with 3 days of fever, dry cough, muscle aches and headache; no rash.",
+                    PipelineConfig())
+    finally:
+        server.stop_shared()
+    assert 2 <= r["llm"]["calls"] <= 4, r["llm"]
+    assert r["llm"]["by_tag"]["propose"]["parse_errors"] == 0, r["llm"]   # grammar-constrained: no repair
+    top3 = [d["diagnosis"].lower() for d in r["differential"][:3]]
+    assert "influenza" in top3, r["answer"]
+    assert all(d["origins"] for d in r["differential"])

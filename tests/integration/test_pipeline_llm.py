@@ -47,6 +47,36 @@ def test_pipeline_with_llama_server(knowledge, llama_server, tmp_path):
 
 
 @pytest.mark.llm
+def test_llm_path_proposes_tests_and_names_every_origin(knowledge, llama_server, tmp_path):
+    """The LLM path on a real llama.cpp server: the model is asked once for its own differential (linked to the
+    KG where its names resolve), the case stays within 4 logical calls, and every diagnosis says where it came
+    from. (SmolLM2-135M answers poorly; the mechanism is what is checked.)"""
+    rag = _rag(knowledge, tmp_path, base_url=llama_server.base_url, model=llama_server.model, timeout=120,
+               max_tokens=200, max_retries=0)
+    r = rag.ask(CASE, PipelineConfig(max_input_tokens=1024))
+    llm = r["llm"]
+    assert 1 <= llm["calls"] <= 4, llm
+    assert llm["by_tag"].get("propose", {}).get("calls") == 1, llm["by_tag"]      # asked once
+    assert set(llm["by_tag"]) <= {"propose", "generate"}, llm["by_tag"]           # MEE/KNL/verify stay offline
+    nodes = [e["node"] for e in r["trace"]]
+    assert nodes.index("propose") < nodes.index("hki")
+    for x in r["proposals"]:      # whatever the tiny model named: linked to a KG disease or marked as unknown
+        assert x["name"] and x["rank"] >= 1
+        assert x["concept_id"] is None or x["concept_id"] in rag.resources.kg.graph
+    assert r["differential"]
+    for item in r["differential"]:
+        assert item["origins"] and set(item["origins"]) <= {"kg", "text", "page", "model"}, item
+        assert item["support"] in ("supported", "partly supported", "not supported", "no evidence", "not checked")
+        if item["origins"] == ["model"] and not item["citations"]:
+            assert item["note"].startswith("model only, no evidence") or "not supported" in item["note"]
+    linked = {x["concept_id"] for x in r["proposals"] if x["concept_id"]}
+    cands = {c["concept_id"]: c for c in r["candidates"]}
+    assert all("model" in cands[c]["origins"] for c in linked if c in cands)      # the model's diseases joined
+    ids = {e["id"] for e in r["evidence"]}
+    assert all(set(d["citations"]) <= ids for d in r["differential"])
+
+
+@pytest.mark.llm
 def test_direct_mode_with_llama_server(knowledge, llama_server, tmp_path):
     rag = _rag(knowledge, tmp_path, base_url=llama_server.base_url, model=llama_server.model, timeout=120,
                max_tokens=200, max_retries=0)
