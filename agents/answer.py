@@ -94,6 +94,8 @@ def apply_support(draft: Draft, v: Verification) -> Draft:
     for it in draft.differential:
         sup = item_support(it, v)
         note = it.note
+        if sup == "no evidence" and "model" in it.origins and "model only, no evidence" not in note:
+            note = "; ".join(x for x in ("model only, no evidence", note) if x)   # e.g. its citations were cleaned
         if sup == "not supported":
             note = "; ".join(x for x in ("not supported by the cited evidence", note) if x)
         items.append(it.model_copy(update={"support": sup, "note": note}))

@@ -131,9 +131,10 @@ def test_prepare_checks_the_install_and_the_model_without_starting_anything(tmp_
         with pytest.raises(ProviderError, match="make install-llm"):
             providers.prepare("local", ProviderOptions(model_path=model))
         return
-    assert providers.prepare("local", ProviderOptions(model_path=model)) == f"My-Model.Q4: {model} (0.00 GB)"
     from agents.llm import server
 
-    assert not server._SHARED and not server._RUNNING
+    shared, running = dict(server._SHARED), set(server._RUNNING)   # other tests' servers may be up already
+    assert providers.prepare("local", ProviderOptions(model_path=model)) == f"My-Model.Q4: {model} (0.00 GB)"
+    assert dict(server._SHARED) == shared and set(server._RUNNING) == running   # nothing new started
     with pytest.raises(ProviderError, match="model file not found"):
         providers.prepare("local", ProviderOptions(model_path=tmp_path / "nothing.gguf"))
