@@ -48,6 +48,17 @@ class _LLMDraft(BaseModel):
     insufficient: bool = False
 
 
+DirectReply = _LLMDraft   # the model-alone answer (``--mode direct``; also the "direct" proposal prompt)
+
+
+def direct_messages(presentation: str, k: int) -> list[dict[str, str]]:
+    """The model-alone request: the direct prompts around the fenced presentation."""
+    from .prompts import load_prompt
+
+    return [{"role": "system", "content": load_prompt("direct_system", k=str(k))},
+            {"role": "user", "content": load_prompt("direct_user", presentation=fence(presentation))}]
+
+
 class LLMRanking(BaseModel):
     """What the generator asks the model for on the pipeline path: the candidates it keeps, in its order, each
     with a cited rationale (the next steps come from the reference texts, so the reply stays short)."""
@@ -120,14 +131,11 @@ class Generator:
 
     def direct(self, presentation: str) -> tuple[Draft, list[str], dict]:
         """Baseline: the LLM alone, no retrieval."""
-        from .prompts import load_prompt
-
         if self.llm is None or not getattr(self.llm, "enabled", False):
             return (Draft(text="Direct mode needs an LLM; none is configured.", insufficient=True, origin="direct"),
                     ["direct mode: no LLM configured"], {})
-        msgs = [{"role": "system", "content": load_prompt("direct_system", k=str(self.k))},
-                {"role": "user", "content": load_prompt("direct_user", presentation=fence(presentation))}]
-        res = self.llm.structured(msgs, _LLMDraft, tag="direct")
+        msgs = direct_messages(presentation, self.k)
+        res = self.llm.structured(msgs, DirectReply, tag="direct")
         info = {"messages": msgs, "raw": getattr(res, "raw", None)}
         if res.value is None:
             return (Draft(text=f"The language model did not answer ({res.error}).", insufficient=True,

@@ -99,12 +99,24 @@ def findings_block(extraction: Extraction | None) -> str:
     return "\n".join(lines)
 
 
+PROMPTS = ("differential", "direct")
+
+
 class Proposer:
-    def __init__(self, llm: Any = None, kg: Any = None, k: int = 5, max_tokens: int = 256):
+    """``prompt``: "differential" asks with the propose prompt (the presentation and the extracted findings, names
+    and short reasons); "direct" asks exactly what the model-alone baseline asks (``--mode direct``: the
+    presentation only) and takes its differential as the proposal, so the pipeline starts from the model's own
+    answer and a benchmark that ran the baseline pays nothing more for the call (same request, cached)."""
+
+    def __init__(self, llm: Any = None, kg: Any = None, k: int = 5, max_tokens: int = 256,
+                 prompt: str = "differential"):
+        if prompt not in PROMPTS:
+            raise ValueError(f"unknown proposal prompt {prompt!r}; choose one of {', '.join(PROMPTS)}")
         self.llm = llm
         self.kg = kg
         self.k = k
         self.max_tokens = max_tokens
+        self.prompt = prompt
 
     @property
     def enabled(self) -> bool:
@@ -117,6 +129,8 @@ class Proposer:
 
         if not self.enabled:
             return [], [], {}
+        if self.prompt == "direct":
+            return self._propose_direct(presentation)
         msgs = [{"role": "system", "content": load_prompt("propose_system", k=str(self.k))},
                 {"role": "user", "content": load_prompt("propose_user", presentation=fence(presentation),
                                                         findings=findings_block(extraction))}]
@@ -126,6 +140,19 @@ class Proposer:
             return [], [f"propose: the language model gave no usable differential ({res.error}); "
                         "the differential is the knowledge-based one"], info
         return self.link(res.value), [], info
+
+    def _propose_direct(self, presentation: str) -> tuple[list[ProposedDiagnosis], list[str], dict[str, Any]]:
+        from .generator import DirectReply, direct_messages  # noqa: PLC0415
+
+        msgs = direct_messages(presentation, self.k)
+        res = self.llm.structured(msgs, DirectReply, tag="propose")   # the baseline's request, unchanged
+        info = {"messages": msgs, "raw": getattr(res, "raw", None), "prompt": "direct"}
+        if res.value is None:
+            return [], [f"propose: the language model gave no usable differential ({res.error}); "
+                        "the differential is the knowledge-based one"], info
+        reply = ProposalReply(diagnoses=[_Proposed(name=d.diagnosis, reason=d.rationale)
+                                         for d in res.value.differential])
+        return self.link(reply), [], info
 
     def _is_finding(self, name: str) -> bool:
         """True when ``name`` is a symptom or phenotype in the KG (and not a disease)."""

@@ -42,6 +42,9 @@ class PipelineConfig(BaseModel):
     # own differential (the "propose" call) is fused with the knowledge-based rankings
     llm_agents: list[Literal["propose", "mee", "hyde", "knl", "generate", "verify"]] = Field(
         default_factory=lambda: ["propose", "generate"])
+    # the proposal's prompt: "differential" (presentation + extracted findings, names and short reasons) or "direct"
+    # (the model-alone baseline's own request and answer, reused as the proposal)
+    propose_prompt: Literal["differential", "direct"] = "differential"
     model_weight: float = Field(2.0, ge=0.0, le=20.0)       # the proposal ranking's weight (KG ranking = 1)
     generator_weight: float = Field(1.0, ge=0.0, le=20.0)   # the generator's own ordering, fused after it answers
     contradiction_penalty: float = Field(0.35, ge=0.0, le=1.0)  # score factor lost per finding a candidate

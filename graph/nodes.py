@@ -134,7 +134,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
         return step.done({"proposals": []}, {"skipped": "no LLM" if step.llm is None else "not enabled"})
     from agents.proposer import Proposer  # noqa: PLC0415
 
-    items, warns, info = Proposer(llm, step.resources.kg, k=step.cfg.differential_k).propose(
+    items, warns, info = Proposer(llm, step.resources.kg, k=step.cfg.differential_k,
+                                     prompt=step.cfg.propose_prompt).propose(
         state["presentation"], state.get("extraction"))
     step.prompt(info)
     return step.done({"proposals": items, "warnings": warns},

@@ -15,7 +15,8 @@ Modifiers (pipeline): ``no-mee``, ``no-knl``, ``no-krg``, ``no-verifier`` (the p
 order), ``no-llm`` (the
 deterministic pipeline even when an LLM is configured), ``cap=N`` (input length cap, tokens), ``src=G|B|O|GB|...``
 (knowledge sources), and any :class:`graph.config.PipelineConfig` field as ``field=value``
-(``differential_k=10``). Example: ``pipeline:no-mee,cap=2048``.
+(``differential_k=10``; a list setting joins its items with "+": ``llm_agents=propose+generate``, ``none`` for
+an empty list). Example: ``pipeline:no-mee,cap=2048``.
 """
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ def _value(field_name: str, raw: str) -> Any:
         return int(raw)
     if ann is float:
         return float(raw)
+    if getattr(ann, "__origin__", None) is list:     # a list setting: items joined by "+" (llm_agents=propose+generate)
+        return [x.strip() for x in raw.split("+") if x.strip()] if raw.strip().lower() != "none" else []
     return raw
 
 
@@ -129,6 +132,25 @@ def parse_system(spec: str) -> System:
             why = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
             raise SpecError(f"{spec!r}: {why}") from exc
     return system
+
+
+GROUPS = ("ablations", "caps", "sources")
+
+
+def split_specs(text: str) -> list[str]:
+    """A ``--systems`` value split into specs. Specs and a spec's modifiers are both comma-separated, so a piece
+    that does not start a new spec (a system or group name) continues the previous one:
+    ``"direct,pipeline:no-mee,cap=1024,bm25"`` -> ``["direct", "pipeline:no-mee,cap=1024", "bm25"]``."""
+    out: list[str] = []
+    for piece in (p.strip() for p in text.split(",")):
+        if not piece:
+            continue
+        head = piece.partition(":")[0].strip().lower()
+        if out and head not in BASES and head not in GROUPS:
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
 
 
 def expand(specs: list[str]) -> list[str]:

@@ -89,7 +89,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from clinicalrag.bench.runner import BenchError, BenchSettings, run_bench  # noqa: PLC0415
-    from clinicalrag.bench.systems import expand  # noqa: PLC0415
+    from clinicalrag.bench.systems import expand, split_specs  # noqa: PLC0415
     from clinicalrag.cli import UserError  # noqa: PLC0415
     from knowledge import paths  # noqa: PLC0415
 
@@ -104,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       f"{Path(args.dataset).stem}{split}-{model}-s{args.seed}-n{args.limit or 'all'}")
         out = paths.home() / "runs" / slug
     cache = None if args.no_cache else Path(args.cache or paths.home() / "cache" / "llm-responses.sqlite")
-    settings = BenchSettings(dataset=args.dataset, systems=expand(args.systems.split(",")), out=out,
+    settings = BenchSettings(dataset=args.dataset, systems=expand(split_specs(args.systems)), out=out,
                              limit=args.limit, seed=args.seed, split=args.split, repeats=args.repeats, llm=llm,
                              concurrency=args.concurrency,
                              cache_path=cache, prices=_prices(args.prices), progress=not args.quiet,
