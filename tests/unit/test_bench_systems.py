@@ -60,3 +60,36 @@ def test_groups_expand_in_order_without_duplicates():
     assert expand(["pipeline", "ablations", "pipeline:no-mee", "caps"]) == [
         "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
         "pipeline:no-pages", "pipeline:no-prior", "pipeline:cap=2048", "pipeline:cap=1024"]
+
+
+@pytest.mark.parametrize(("text", "specs"), [
+    ("direct,pipeline:no-mee,cap=1024,bm25", ["direct", "pipeline:no-mee,cap=1024", "bm25"]),
+    ("pipeline:propose_prompt=direct,llm_agents=propose,model_weight=4,pipeline:no-llm",
+     ["pipeline:propose_prompt=direct,llm_agents=propose,model_weight=4", "pipeline:no-llm"]),
+    ("ablations, bm25", ["ablations", "bm25"]),
+    (" direct ,, ranker ", ["direct", "ranker"]),
+])
+def test_split_specs_keeps_modifiers_with_their_system(text, specs):
+    from clinicalrag.bench.systems import split_specs
+
+    assert split_specs(text) == specs
+
+
+@pytest.mark.parametrize(("raw", "agents"), [
+    ("propose+generate", ["propose", "generate"]),
+    ("propose", ["propose"]),
+    ("none", []),
+])
+def test_list_setting_joined_with_plus(raw, agents):
+    s = parse_system(f"pipeline:llm_agents={raw}")
+    assert s.config().llm_agents == agents
+
+
+def test_propose_prompt_setting_and_unknown_prompt():
+    from agents.proposer import Proposer
+
+    assert parse_system("pipeline:propose_prompt=direct").config().propose_prompt == "direct"
+    with pytest.raises(SpecError):
+        parse_system("pipeline:propose_prompt=poem")
+    with pytest.raises(ValueError, match="unknown proposal prompt"):
+        Proposer(prompt="poem")
