@@ -105,12 +105,21 @@ def llm_summary(events: list[dict[str, Any]], model: str | None) -> dict[str, An
         t = by_tag.setdefault(c.get("tag") or "?", {"calls": 0, "parse_errors": 0, "errors": 0})
         t["calls"] += 1
         t["parse_errors"] += bool(c.get("parse_error"))
-        t["errors"] += c.get("error") is not None
+        t["errors"] += _failed(c)
+    # a request the server refused for its response_format is not a failure: the client asked again in a mode the
+    # server accepts (counted apart, as format fallbacks)
     return {"model": model, "calls": logical_calls(calls), "http_calls": len(calls), "by_tag": by_tag,
             "prompt_tokens": sum(c.get("prompt_tokens", 0) for c in calls),
             "completion_tokens": sum(c.get("completion_tokens", 0) for c in calls),
-            "errors": sum(c.get("error") is not None for c in calls),
+            "errors": sum(_failed(c) for c in calls),
+            "format_fallbacks": sum(bool(c.get("rejected_format")) for c in calls),
             "cached": sum(bool(c.get("cached")) for c in calls)}
+
+
+def _failed(call: dict[str, Any]) -> bool:
+    """An error, unless it is a refused response_format that the client followed with another mode (the logical call
+    is then the accepted one; a refusal that stays the logical call means no mode was accepted: a failure)."""
+    return call.get("error") is not None and not (call.get("rejected_format") and not call.get("logical", True))
 
 
 def diagnostic_block(a: Assessment | None, differential: list[Any]) -> dict[str, Any] | None:

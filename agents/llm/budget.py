@@ -91,7 +91,7 @@ class LLMBudget:
                            "completion_tokens": res.completion_tokens, "latency_s": res.latency_s,
                            "attempts": res.attempts, "finish_reason": res.finish_reason, "error": res.error,
                            "cached": bool(getattr(res, "cached", False)), "ts": time.time(), "logical": logical,
-                           "parse_error": parse_error})
+                           "parse_error": parse_error, "rejected_format": bool(getattr(res, "rejected_format", False))})
 
     def structured(self, messages, schema, *, tag=None, **kw):
         from .structured import StructuredResult  # noqa: PLC0415
@@ -107,13 +107,14 @@ class LLMBudget:
         res = self._traced("structured", tag, messages,
                            lambda: self.client.structured(messages, schema, tag=tag, **kw))
         last = len(res.calls) - 1
+        # the first HTTP call the server accepted (a refused response_format moves on to the next mode) stands for
+        # the logical call; its parse_error says whether the reply needed a repair (or could not be used at all)
+        lead = next((i for i, c in enumerate(res.calls) if not c.rejected_format), 0)
         for i, call in enumerate(res.calls):
             mode = res.mode if not call.rejected_format else "rejected"
             if res.repaired and i == last:
                 mode = f"{res.mode}+repair"
-            # the first HTTP call of the request stands for the logical call; its parse_error says whether the
-            # reply needed a repair (or could not be used at all)
-            first = i == 0
+            first = i == lead
             perr = None
             if first and (res.repaired or res.value is None) and not call.error:
                 perr = res.first_problem or res.error or "unusable reply"

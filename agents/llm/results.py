@@ -39,6 +39,7 @@ class CallRecord(BaseModel):
     attempts: int = 0
     finish_reason: str | None = None
     error: str | None = None
+    rejected_format: bool = False      # the server refused the response_format: the next rung was tried
     cached: bool = False
     ts: float = Field(default_factory=time.time)
 
@@ -46,7 +47,8 @@ class CallRecord(BaseModel):
     def of(cls, res: LLMResult, tag: str | None, mode: str | None) -> "CallRecord":
         return cls(tag=tag, model=res.model, mode=mode, prompt_tokens=res.prompt_tokens,
                    completion_tokens=res.completion_tokens, latency_s=res.latency_s, attempts=res.attempts,
-                   finish_reason=res.finish_reason, error=res.error, cached=res.cached)
+                   finish_reason=res.finish_reason, error=res.error, rejected_format=res.rejected_format,
+                   cached=res.cached)
 
 
 class Usage(BaseModel):

@@ -54,7 +54,8 @@ def test_call_records_carry_metadata_not_prompts(faulty_server):
     res = llm.chat(MSGS, tag="x")
     assert res.error and llm.calls[0]["error"] == res.error and llm.calls[0]["tag"] == "x"
     assert set(llm.calls[0]) == {"tag", "model", "mode", "prompt_tokens", "completion_tokens", "latency_s",
-                                 "attempts", "finish_reason", "error", "cached", "ts", "logical", "parse_error"}
+                                 "attempts", "finish_reason", "error", "cached", "ts", "logical", "parse_error",
+                                 "rejected_format"}
 
 
 def test_prompt_over_the_input_cap_is_not_sent(faulty_server):
@@ -69,3 +70,17 @@ def test_disabled_client_disables_the_budget():
 
     run = LLMBudget(LLMClient(LLMConfig()), max_calls=4)
     assert not run.enabled and run.used == 0
+
+
+def test_a_refused_response_format_is_a_fallback_not_an_error():
+    from graph.result import llm_summary
+
+    refused = {"tag": "propose", "error": "HTTP 400: response_format json_schema", "rejected_format": True,
+               "logical": False}
+    accepted = {"tag": "propose", "error": None, "rejected_format": False, "logical": True, "parse_error": None}
+    s = llm_summary([{"llm_calls": [refused, accepted]}], "m")
+    assert (s["calls"], s["http_calls"], s["errors"], s["format_fallbacks"]) == (1, 2, 0, 1)
+    assert s["by_tag"]["propose"] == {"calls": 1, "parse_errors": 0, "errors": 0}
+    # every mode refused: the refusal is the logical call, and it failed
+    s = llm_summary([{"llm_calls": [{**refused, "logical": True}]}], "m")
+    assert (s["errors"], s["by_tag"]["propose"]["errors"]) == (1, 1)

@@ -20,8 +20,10 @@ ENV_GGUF = "CLINICALRAG_LOCAL_GGUF"
 ENV_THREADS = "CLINICALRAG_LOCAL_THREADS"
 ENV_CTX = "CLINICALRAG_LOCAL_CTX"
 ENV_STARTUP = "CLINICALRAG_LOCAL_STARTUP"
-# a CPU answers slowly: a long timeout, and no retry of a call that timed out (it would take as long again)
-DEFAULTS = {"timeout": 600.0, "max_retries": 0}
+# a CPU answers slowly: a long timeout, and no retry of a call that timed out (it would take as long again);
+# llama-cpp-python's server takes a JSON schema as ``response_format: {"type": "json_object", "schema": …}`` (a
+# grammar) and refuses ``json_schema``: start there rather than spend a refused request per process
+DEFAULTS = {"timeout": 600.0, "max_retries": 0, "json_mode": "json_object"}
 
 
 @dataclass(frozen=True)
