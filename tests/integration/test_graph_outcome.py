@@ -93,7 +93,7 @@ def test_output_never_cites_an_id_outside_the_evidence(knowledge, faulty_server,
     rag = ClinicalRAG(Resources(llm_config=LLMConfig(base_url=faulty_server.base_url, model=faulty_server.model,
                                                      timeout=10, max_retries=0),
                                 kg=kg, index=index, audit_path=tmp_path / "audit.jsonl"))
-    r = rag.ask(CASE, PipelineConfig(use_verifier=use_verifier))
+    r = rag.ask(CASE, PipelineConfig(use_verifier=use_verifier, llm_agents=["propose", "generate"]))
     assert faulty_server.chat_requests(), "the LLM was never asked"
     gen = [e for e in r["trace"] if e["node"] == "generate"]
     assert gen and gen[0]["summary"]["origin"] == "llm", "the generator did not use the LLM's draft"
