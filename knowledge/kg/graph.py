@@ -168,6 +168,17 @@ class KnowledgeGraph:
                 out.append(self.concept(nid))
         return out
 
+    def exact_matches(self, text: str, categories: Iterable[str] | None = None, max_rank: int = 2) -> list[Concept]:
+        """Concepts whose preferred name (rank 0), exact synonym (1) or merged vocabulary name (2) is ``text``
+        (normalised), best rank first: :meth:`lookup` without ids and without related, narrower or broader
+        synonyms."""
+        cats = set(categories) if categories is not None else None
+        best: dict[str, int] = {}
+        for rank, nid in self._name_index().get(normalise(text or ""), ()):
+            if rank <= max_rank and (cats is None or self.graph.nodes[nid]["category"] in cats):
+                best[nid] = min(rank, best.get(nid, rank))
+        return [self.concept(n) for n in sorted(best, key=lambda n: (best[n], n))]
+
     def suggest(self, text: str, n: int = 5, categories: Iterable[str] | None = None) -> list[Concept]:
         """Closest names to ``text`` (for "did you mean" messages)."""
         keys = difflib.get_close_matches(normalise(text), list(self._name_index()), n=n * 3, cutoff=0.6)
