@@ -17,7 +17,7 @@ For every MedQuAD answer about a disease's symptoms, causes or tests (question t
    A mention is kept when it links to a symptom or phenotype concept of the graph and is affirmed: not negated,
    not hedged (ConText's possible existence), not hypothetical, not a relative's, not past history (ConText and
    the sectionizer), and its clause has no negation ("not", "without", "rather than", ...), no hedge before it
-   ("if", "whether", "to rule out", "check for", ...) and no risk wording ("risk", "chance", "more likely": a risk
+   ("if", "when", "whether", "check for", ...) and no risk wording ("risk", "chance", "more likely": a risk
    factor is no finding), no comparison ("similar to", "mimics") and no other disease (one that is not the page's
    disease, an equivalent, an ancestor or a near descendant: "The symptoms of carpal tunnel syndrome include ..."
    on an amyloidosis page); a list item whose lead-in sentence names another disease is skipped too. On causes and
@@ -63,7 +63,7 @@ _BULLETS = "-–—*•·▪ \t"
 _CLAUSE_BREAK = re.compile(r"[;:]|\s[–—]\s|,?\s+(?:but|although|though|however|whereas|while|except)\b", re.I)
 _NEGATION = re.compile(r"n't\b|\b(?:no|not|never|without|none|neither|nor|cannot|absent|absence|lacks?|lacking|"
                        r"rather than|unlike|instead of|free of|rule[sd]? out|ruling out)\b", re.I)
-_HEDGE = re.compile(r"\b(?:if|whether|unless|unclear|unknown|uncertain|suspect(?:s|ed)?|possibl[ey]|in case|"
+_HEDGE = re.compile(r"\b(?:if|when|whenever|whether|unless|unclear|unknown|uncertain|suspect(?:s|ed)?|possibl[ey]|in case|"
                     r"to see if|to find out|to exclude|(?:check|look|screen|test)(?:s|ed|ing)? for)\b", re.I)
 _RISK = re.compile(r"\b(?:risks?|chances?|more likely|likelihood|predispos\w*)\b", re.I)
 # a comparison with another condition is not a statement about this one
@@ -76,6 +76,8 @@ _SENTENCE_CUES = {
                                   r"detects?|detected|indicates?|indicated)\b", re.I),
 }
 _LIST_SEPARATOR = re.compile(r"\s-\s")
+# a sentence "ending" in one of these abbreviations goes on ("(e.g. urinary retention)")
+_ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|Dr|St)\.|\b[A-Za-z]\.)$")
 # a linked "disease" with more descendants than this is a category ("disease", "kidney disease"), not the page's topic
 MAX_DESCENDANTS = 100
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
@@ -184,7 +186,7 @@ class Miner:
         m = _HPO_TABLE.search(text)
         end_of_prose = m.start() if m else len(text)
         out = []
-        for a0, b0 in sentences(text[:end_of_prose]):
+        for a0, b0 in _merge_abbreviations(text, sentences(text[:end_of_prose])):
             pieces = [(a0, b0)]
             seps = list(_LIST_SEPARATOR.finditer(text, a0, b0))
             if seps:
@@ -208,9 +210,11 @@ class Miner:
 
     # ---- findings --------------------------------------------------------------------------------------------
     def reject_reason(self, sentence: str, ent: Any, diseases: Iterable[str],
-                      others: Sequence[tuple[int, int]] = ()) -> str | None:
+                      others: Sequence[tuple[int, int]] = (),
+                      own_names: Sequence[tuple[int, int]] = ()) -> str | None:
         """Why a mention is no finding of the page's disease (None: it is one). ``others``: spans of the sentence
-        that name other diseases."""
+        that name other diseases; ``own_names``: spans that name the page's disease ("febrile" in "acute febrile
+        neutrophilic dermatosis" is no fever)."""
         cid = ent.concept_id
         if not cid or cid not in self._cat:
             return "unlinked"
@@ -233,6 +237,8 @@ class Miner:
             if cid in self.equivalents(d) or d in self.equivalents(cid) or \
                     normalise(self._names.get(cid, "")) == normalise(self._names.get(d, "")):
                 return "the disease itself"
+        if any(n0 <= ent.start and ent.end <= n1 and (n0, n1) != (ent.start, ent.end) for n0, n1 in own_names):
+            return "part of the disease's name"
         a, b = _clause(sentence, ent.start, ent.end)
         clause = sentence[a:b]
         if _NEGATION.search(clause):
@@ -246,6 +252,15 @@ class Miner:
         if any(a <= o0 and o1 <= b for o0, o1 in others):
             return "another disease in the clause"
         return None
+
+    def names_of(self, doc: Any, diseases: Sequence[str]) -> list[str]:
+        """Lower-cased names of the page's disease(s): the focus, its MedQuAD synonyms, the diseases' names and
+        synonyms (three words or more only: shorter ones are findings' names too often)."""
+        out = {doc.focus, *(getattr(doc, "synonyms", ()) or ())}
+        for d in diseases:
+            a = self.kg.graph.nodes[d]
+            out.update([a.get("name") or "", *(a.get("synonyms") or ())])
+        return sorted({n.lower() for n in out if n and len(n.split()) >= 3})
 
     def topic(self, disease: str) -> frozenset[str]:
         """The disease, its equivalents, ancestors and descendants (two levels): the names that do not make a
@@ -326,6 +341,7 @@ class Miner:
             doc_edges = 0
             topic = frozenset().union(*(self.topic(d) for d in ids))
             cue = _SENTENCE_CUES.get(doc.question_type)
+            names = self.names_of(doc, ids)
             lead_other = False           # the sentence that leads into a list names another disease
             for a, b, item in self.sentence_spans(text):
                 stats["sentences"] += 1
@@ -338,8 +354,10 @@ class Miner:
                 if cue is not None and not cue.search(sent):
                     stats["sentences_without_cue"] += 1
                     continue
+                low = sent.lower()
+                own = [(m.start(), m.end()) for name in names for m in re.finditer(re.escape(name), low)]
                 for ent in ents:
-                    why = self.reject_reason(sent, ent, ids, others)
+                    why = self.reject_reason(sent, ent, ids, others, own)
                     if why is None and item and lead_other:
                         why = "another disease in the list's lead-in"
                     if why is not None:
@@ -389,6 +407,17 @@ class Miner:
         return MineResult(edges, out_stats)
 
 
+def _merge_abbreviations(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Join a sentence cut after "e.g.", "i.e.", "etc." or an initial with the next one on the same line."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out and _ABBREVIATION_END.search(text[out[-1][0]:out[-1][1]]) and "\n" not in text[out[-1][1]:a]:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def _is_heading(text: str, a: int, b: int) -> bool:
     """A section heading: a whole short line, no closing punctuation, its longer words capitalised
     ("Adrenal Crisis", "Signs and Symptoms")."""
@@ -432,4 +461,61 @@ def mine_medquad(kg: Any, mee: Any = None, organisations: Iterable[str] | None =
     return res
 
 
-__all__ = ["MINER_VERSION", "QUESTION_TYPES", "Miner", "MineResult", "mine_medquad"]
+def common_diseases(kg: Any, diseases: Iterable[str], prior: Any = None) -> dict[str, float]:
+    """The commonness prior's part of the utility of each disease (:class:`agents.prior.CommonnessPrior`; 0 is an
+    average candidate of the fit, above 0 more common): ``{disease: logit}``. ``prior`` defaults to the packaged
+    model over the commonness features of ``kg`` (:meth:`knowledge.prior.PriorFeatures.for_kg`)."""
+    from .prior import CommonnessPrior  # noqa: PLC0415
+    from .types import Candidate  # noqa: PLC0415
+
+    if prior is None:
+        from knowledge.prior import PriorFeatures  # noqa: PLC0415
+
+        prior = CommonnessPrior.load(PriorFeatures.for_kg(kg))
+    ids = list(dict.fromkeys(diseases))
+    if not ids:
+        return {}
+    logits = prior.prior_logits([Candidate(concept_id=d, name=d, score=1.0) for d in ids])
+    return dict(zip(ids, logits))
+
+
+def report(kg: Any, edges: Sequence[mined_format.MinedEdge], prior: Any = None, sample: int = 20, seed: int = 0,
+           top: int = 15) -> dict[str, Any]:
+    """What mining added to ``kg`` (the built graph): edges, how many are new (no curated edge links the pair),
+    the diseases that gain new edges and how many of them are common (commonness prior > 0,
+    :func:`common_diseases`), the diseases with most new edges, and a random sample of edges to check by hand."""
+    import random  # noqa: PLC0415
+
+    g = kg.graph
+
+    def curated(e: mined_format.MinedEdge) -> bool:
+        return e.finding in g[e.disease] and any(k in ("has_symptom", "has_phenotype") for k in g[e.disease][e.finding])
+
+    new = [e for e in edges if e.disease in g and e.finding in g and not curated(e)]
+    per_disease = Counter(e.disease for e in new)
+    logit = common_diseases(kg, sorted({e.disease for e in edges}), prior) if edges else {}
+    gaining = sorted(per_disease)
+    common = [d for d in gaining if logit.get(d, 0.0) > 0]
+    names = {e.disease: e.disease_name for e in edges}
+    rng = random.Random(seed)
+    picked = rng.sample(list(edges), min(sample, len(edges)))
+    return {
+        "edges": len(edges), "new_edges": len(new), "on_curated_edges": len(edges) - len(new),
+        "diseases": len({e.disease for e in edges}), "findings": len({e.finding for e in edges}),
+        "docs": len({e.doc_id for e in edges}),
+        "diseases_gaining_edges": len(gaining), "common_diseases_gaining_edges": len(common),
+        "common_definition": "commonness prior logit > 0 (agents/prior.py over knowledge.prior features)",
+        "edges_per_question_type": dict(Counter(e.question_type for e in edges).most_common()),
+        "edges_per_organisation": dict(Counter(e.organisation for e in edges).most_common()),
+        "edges_per_link_method": dict(Counter(e.linked_by for e in edges).most_common()),
+        "top_diseases": [{"disease": d, "name": names.get(d, d), "new_edges": n,
+                          "common": logit.get(d, 0.0) > 0, "prior_logit": round(logit.get(d, 0.0), 3)}
+                         for d, n in sorted(per_disease.items(), key=lambda x: (-x[1], x[0]))[:top]],
+        "sample": [{"disease": e.disease, "disease_name": e.disease_name, "finding": e.finding,
+                    "finding_name": e.finding_name, "surface": e.surface, "sentence": e.sentence,
+                    "doc_id": e.doc_id, "span": list(e.span), "question_type": e.question_type,
+                    "new": not curated(e)} for e in picked],
+    }
+
+
+__all__ = ["MINER_VERSION", "QUESTION_TYPES", "Miner", "MineResult", "mine_medquad", "common_diseases", "report"]
