@@ -80,6 +80,8 @@ _LIST_SEPARATOR = re.compile(r"\s-\s")
 _ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|Dr|St)\.|\b[A-Za-z]\.)$")
 # a linked "disease" with more descendants than this is a category ("disease", "kidney disease"), not the page's topic
 MAX_DESCENDANTS = 100
+# a question heading that lost its question mark ("What are the signs and symptoms of Ataxia")
+_QUESTION_HEADING = re.compile(r"^(?:what|how|who|why|which|is|are|can|do|does)\b[^.!;:]{0,150}$", re.I)
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 GENERIC_FINDINGS = frozenset(normalise(x) for x in (
     "symptom", "symptoms", "sign", "signs", "signs and symptoms", "finding", "clinical finding", "abnormality",
@@ -201,7 +203,7 @@ class Miner:
                 if b - a < 3 or not any(c.isalpha() for c in text[a:b]):
                     continue
                 s = text[a:b]
-                if is_question(s):
+                if is_question(s) or _QUESTION_HEADING.match(s):
                     continue
                 if not item and _is_heading(text, a, b):
                     continue
