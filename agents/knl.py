@@ -1,6 +1,7 @@
 """KNL agent (paper Eq. 4): each knowledge piece k_i becomes n_i = T(k_i) ⊕ G(k_i).
 
-T is a template per knowledge kind (KG triple relation, concept definition, text chunk); G is an LLM sentence,
+T is a template per knowledge kind (KG triple relation, concept definition, text chunk; a KG edge mined from a reference
+answer is quoted as the answer's sentence, led by its page: "NHLBI on Heart Attack (symptoms): ..."); G is an LLM sentence,
 generated for all pieces in one batched call when an LLM is configured. Every sentence stays tied to its
 evidence id, so citations survive the conversion.
 
@@ -231,6 +232,13 @@ def triple_sentence(subject_name: str, relation: str, object_name: str, meta: di
 def template(ev: Evidence, query_terms: set[str] | None = None, max_sentences: int = 3) -> Sentence:
     """T(k): a deterministic sentence for one evidence item."""
     m = ev.meta
+    if ev.kind == "triple" and m.get("mined"):
+        # an edge mined from a reference answer: the page's own sentence, introduced like a quoted chunk
+        head = _ORG_NAMES.get(ev.organisation or "", ev.organisation or "MedQuAD")
+        topic = m.get("focus") or m.get("subject_name") or ""
+        section = m.get("section")
+        return Sentence(evidence_id=ev.id, text=ev.text.strip(), span=ev.span,
+                        lead=f"{head} on {topic}" + (f" ({section})" if section else ""))
     if ev.kind == "triple":
         txt = triple_sentence(m.get("subject_name", "?"), m.get("relation", ""), m.get("object_name", "?"), m)
         return Sentence(evidence_id=ev.id, text=txt)

@@ -8,7 +8,8 @@
    - they are near-duplicates: Jaccard similarity of word 3-shingles ``>= near_dup_threshold`` (only for
      texts of at least 8 words; short KG triples are never merged this way).
 2. **KG triples** are grouped by source and subject: all triples of "asthma" from the Disease Ontology become
-   one reference titled ``asthma: has symptom wheezing; has symptom cough``.
+   one reference titled ``asthma: has symptom wheezing; has symptom cough``. A triple mined from a reference answer
+   (it carries the page's ``doc_id`` and the sentence's span) is cited as that page, like a chunk.
 3. **Order**: references with a cited member first (when ``cited_ids`` is given), then by relevance score
    (the best member's score), then by first appearance.
 4. **Format**: each reference carries source, title, organisation, URL, license and span; render with
@@ -72,6 +73,14 @@ def parse_triple_id(ev_id: str) -> tuple[str, str, str] | None:
     if len(parts) != 3:
         return None
     return parts[0], parts[1], parts[2]
+
+
+def _kg_triple(ev: Evidence) -> tuple[str, str, str] | None:
+    """A knowledge-graph triple cited as a triple (subject, relation, object); None for other evidence and for a
+    triple mined from a reference page (``doc_id`` set), which is cited as its page."""
+    if ev.kind != "triple" or ev.doc_id:
+        return None
+    return parse_triple_id(ev.id)
 
 
 class _DSU:
@@ -165,7 +174,7 @@ class KRG:
             else:
                 first_by_hash.setdefault(h, i)
         # same document, overlapping spans
-        chunks = [i for i, ev in enumerate(items) if ev.kind != "triple"]
+        chunks = [i for i, ev in enumerate(items) if _kg_triple(ev) is None]
         for x in range(len(chunks)):
             a = items[chunks[x]]
             key_a = a.doc_id or a.url
@@ -187,7 +196,7 @@ class KRG:
         # KG triples: group by (source, subject)
         group_of: dict[tuple[str, str], int] = {}
         for i, ev in enumerate(items):
-            t = parse_triple_id(ev.id) if ev.kind == "triple" else None
+            t = _kg_triple(ev)
             if t is None:
                 continue
             key = (self._source(ev), t[0])
@@ -222,7 +231,7 @@ class KRG:
         top = members[0]
         ids = [m.id for m in members]
         score = max(m.score for m in members)
-        triples = [m for m in members if m.kind == "triple" and parse_triple_id(m.id)]
+        triples = [m for m in members if _kg_triple(m)]
         if triples and len(triples) == len(members):
             subj_id = parse_triple_id(top.id)[0]  # type: ignore[index]
             subj = (top.meta or {}).get("subject_name") or top.title or subj_id

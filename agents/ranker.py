@@ -20,6 +20,8 @@ matched through that xref edge with strength ``equivalent_disease``.
 * HSDN literature co-occurrence: the TF-IDF weight ``w`` on a log scale,
   ``hsdn_floor + (hsdn_ceiling - hsdn_floor) * min(1, ln(1 + w) / ln(1 + hsdn_ref))`` (raw weights span five
   orders of magnitude);
+* a sentence of a MedQuAD reference answer read by the entity extractor (``medquad-mined``, :mod:`agents.miner`):
+  ``mined_strength`` (below a curated edge: one page's sentence, read by rules);
 
 times the match discount. Everything that links a disease to one finding (several sources, equivalent nodes,
 narrower terms) is combined by noisy-OR, ``s(d, f) = 1 - prod(1 - s_i)``: agreement adds confidence with
@@ -92,6 +94,7 @@ class RankerConfig:
     hsdn_ceiling: float = 0.9
     hsdn_ref: float = 2000.0
     other_strength: float = 0.5           # an edge from a source the ranker does not know
+    mined_strength: float = 0.6           # an edge mined from a MedQuAD sentence (source "medquad-mined")
     equivalent_disease: float = 0.9       # the finding is xref-equivalent to the disease itself
     child_discount: float = 0.8
     child_depth: int = 1
@@ -112,7 +115,8 @@ class RankerConfig:
 
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
-                    "other_strength", "equivalent_disease", "child_discount", "child_depth", "parent_discount")
+                    "other_strength", "mined_strength", "equivalent_disease", "child_discount", "child_depth",
+                    "parent_discount")
 
     def index_key(self) -> tuple:
         return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
@@ -126,6 +130,8 @@ def _source_kind(source: str | None) -> str:
         return "HPO"
     if "disease-symptom" in s or s in ("do", "disease ontology"):
         return "DO"
+    if s == "medquad-mined":
+        return "MedQuAD"
     return source or "KG"
 
 
@@ -229,6 +235,8 @@ class _KGIndex:
                 parts.append((s, "HPO" if fr is None else f"HPO f={float(fr):.2f}"))
             elif kind == "DO":
                 parts.append((cfg.do_strength, "DO"))
+            elif kind == "MedQuAD":
+                parts.append((cfg.mined_strength, "MedQuAD"))
             else:
                 parts.append((cfg.other_strength, kind))
         if not parts:

@@ -24,6 +24,7 @@ class Entity(BaseModel):
     historical: bool = False
     family: bool = False
     hypothetical: bool = False
+    uncertain: bool = False            # hedged ("possible", "suspicious for"): ConText's possible existence
     section: str | None = None
     origin: Literal["rules", "llm", "both"] = "rules"
 

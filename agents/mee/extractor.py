@@ -308,7 +308,7 @@ class MEE:
                 concept_id=cid, concept_name=concept.name if concept else meta.get("name"),
                 link_score=float(meta.get("score", 0.0)), negated=negated, historical=historical,
                 family=family, hypothetical=flags.get("is_hypothetical", False),
-                section=section, origin=meta.get("origin", "rules"),
+                uncertain=flags.get("is_uncertain", False), section=section, origin=meta.get("origin", "rules"),
             ))
             # A multi-expansion abbreviation (N/V -> nausea, vomiting) yields one entity per expansion.
             for extra in meta.get("extra_ids", []):
@@ -559,7 +559,7 @@ def _find_tokens(doc, forms: dict[str, str]) -> list:
 
 def _context_flags(ent) -> dict[str, bool]:
     return {name: bool(getattr(ent._, name, False))
-            for name in ("is_negated", "is_historical", "is_family", "is_hypothetical")}
+            for name in ("is_negated", "is_historical", "is_family", "is_hypothetical", "is_uncertain")}
 
 
 def _in_section_title(ent) -> bool:

@@ -157,7 +157,10 @@ def vocabulary(evidence: list[Evidence]) -> set[str]:
     vocab: set[str] = set()
     for ev in evidence:
         bits = [ev.title or "", ev.query or ""]
-        if ev.kind in ("triple", "concept"):
+        if ev.kind == "triple" and (ev.meta or {}).get("mined"):
+            # an edge mined from a reference sentence: its two concepts are the terms, not the whole sentence
+            bits += [str(ev.meta.get("subject_name") or ""), str(ev.meta.get("object_name") or "")]
+        elif ev.kind in ("triple", "concept"):
             bits.append(ev.text)
         for b in bits:
             vocab.update(content_stems(b))

@@ -47,7 +47,8 @@ CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
 # relation -> (verb phrase used in text, description)
 RELATIONS = {
     "is_a": ("is a", "child -> parent (diseases, symptoms, phenotypes)"),
-    "has_symptom": ("has symptom", "disease -> symptom (DO disease-symptom, HSDN)"),
+    "has_symptom": ("has symptom", "disease -> symptom (DO disease-symptom, HSDN; MedQuAD sentences mined by the "
+                                    "entity extractor, laid over the built graph: knowledge.kg.mined)"),
     "has_phenotype": ("has phenotype", "disease -> phenotype (HPO annotations)"),
     "treated_by": ("is treated by", "disease -> drug (PharmacotherapyDB indications: category DM = disease "
                                     "modifying, SYM = symptomatic; NOT = non-indication is left out)"),

@@ -91,6 +91,8 @@ class KnowledgeGraph:
     def __init__(self, graph: nx.MultiDiGraph, version: str, report: dict | None = None) -> None:
         self.graph = graph
         self.version = version
+        # the version of the built graph before any overlay (mined edges, :mod:`.mined`); == version without one
+        self.base_version = version
         self.report = report or {}
         self._names: dict[str, list[tuple[int, str]]] | None = None
         self._xref_index: dict[str, list[str]] | None = None
@@ -165,6 +167,17 @@ class KnowledgeGraph:
             if cats is None or self.graph.nodes[nid]["category"] in cats:
                 out.append(self.concept(nid))
         return out
+
+    def exact_matches(self, text: str, categories: Iterable[str] | None = None, max_rank: int = 2) -> list[Concept]:
+        """Concepts whose preferred name (rank 0), exact synonym (1) or merged vocabulary name (2) is ``text``
+        (normalised), best rank first: :meth:`lookup` without ids and without related, narrower or broader
+        synonyms."""
+        cats = set(categories) if categories is not None else None
+        best: dict[str, int] = {}
+        for rank, nid in self._name_index().get(normalise(text or ""), ()):
+            if rank <= max_rank and (cats is None or self.graph.nodes[nid]["category"] in cats):
+                best[nid] = min(rank, best.get(nid, rank))
+        return [self.concept(n) for n in sorted(best, key=lambda n: (best[n], n))]
 
     def suggest(self, text: str, n: int = 5, categories: Iterable[str] | None = None) -> list[Concept]:
         """Closest names to ``text`` (for "did you mean" messages)."""
@@ -394,27 +407,38 @@ def artefact_path(version: str) -> Path:
 
 
 def load_or_build(sources: Iterable[str] | None = None, include_ddxplus: bool = False, rebuild: bool = False,
-                  progress: bool = False) -> KnowledgeGraph:
+                  progress: bool = False, mined: bool | None = None,
+                  mined_path: str | Path | None = None) -> KnowledgeGraph:
     """Load the graph for the current source files and options, building (and saving) it when no matching
-    artefact exists or ``rebuild`` is set. ``sources`` defaults to every default knowledge-graph source."""
+    artefact exists or ``rebuild`` is set. ``sources`` defaults to every default knowledge-graph source.
+
+    ``mined``: lay the edges mined from the reference texts over the graph (:mod:`.mined`): ``None`` (default) when
+    the mined-edges file exists, ``True`` always (a missing file is an error), ``False`` never. ``mined_path``: that
+    file (default :func:`.mined.default_path` of the built graph's version). The overlay is applied in memory on
+    every load (it takes a fraction of a second); the saved artefact stays the built graph. With it, the version
+    is ``<built version>+m<digest>``."""
+    from . import mined as _mined  # noqa: PLC0415
+
     ids = _build.resolve_sources(sources, include_ddxplus)
     located = _build.locate(ids)
     version = _build.compute_version(located)
     path = artefact_path(version)
+    kg = None
     if path.exists() and not rebuild:
         t0 = time.perf_counter()
         try:
             kg = KnowledgeGraph.load(path)
             log.info("loaded knowledge graph %s in %.2fs", path, time.perf_counter() - t0)
-            return kg
         except (OSError, ValueError, pickle.UnpicklingError, EOFError) as exc:
             log.warning("knowledge graph artefact %s unreadable (%s); rebuilding", path, exc)
-    if progress:
-        print(f"building knowledge graph {version} from {', '.join(ids)}", flush=True)
-    g, report = _build.build_graph(located, progress=progress)
-    report["sources"] = ids
-    kg = KnowledgeGraph(g, version, report)
-    kg.save(path)
-    if progress:
-        print(f"saved {path} ({path.stat().st_size / 1e6:.1f} MB)", flush=True)
+    if kg is None:
+        if progress:
+            print(f"building knowledge graph {version} from {', '.join(ids)}", flush=True)
+        g, report = _build.build_graph(located, progress=progress)
+        report["sources"] = ids
+        kg = KnowledgeGraph(g, version, report)
+        kg.save(path)
+        if progress:
+            print(f"saved {path} ({path.stat().st_size / 1e6:.1f} MB)", flush=True)
+    _mined.overlay(kg, mined, mined_path)
     return kg

@@ -283,8 +283,8 @@ def test_load_rejects_foreign_file(tmp_path):
 
 
 def test_load_or_build_reuses_artefact(kg, home):
-    path = artefact_path(kg.version)
-    assert path.exists() and kg.version in path.name
+    path = artefact_path(kg.base_version)
+    assert path.exists() and kg.base_version in path.name
     assert str(path).startswith(str(home))
     mtime = path.stat().st_mtime_ns
     again = load_or_build()
@@ -295,19 +295,19 @@ def test_load_or_build_reuses_artefact(kg, home):
 def test_version_follows_input_checksums(kg, tmp_path):
     ids = kg_build.resolve_sources(None, False)
     located = kg_build.locate(ids)
-    assert kg_build.compute_version(located) == kg.version
+    assert kg_build.compute_version(located) == kg.base_version
     same = tmp_path / "same.tsv"
     shutil.copyfile(located["pharmacotherapydb"], same)
-    assert kg_build.compute_version({**located, "pharmacotherapydb": same}) == kg.version
+    assert kg_build.compute_version({**located, "pharmacotherapydb": same}) == kg.base_version
     changed = tmp_path / "changed.tsv"
     shutil.copyfile(located["pharmacotherapydb"], changed)
     with open(changed, "a", encoding="utf-8") as fh:
         fh.write("DOID:2841\tDB00000\tasthma\tPlacebo\tDM\t1\t1\n")
-    assert kg_build.compute_version({**located, "pharmacotherapydb": changed}) != kg.version
+    assert kg_build.compute_version({**located, "pharmacotherapydb": changed}) != kg.base_version
     fewer = {k: v for k, v in located.items() if k != "hsdn"}
-    assert kg_build.compute_version(fewer) != kg.version
+    assert kg_build.compute_version(fewer) != kg.base_version
     without_ncit = {k: v for k, v in located.items() if k != "ncit"}
-    assert kg_build.compute_version(without_ncit) != kg.version
+    assert kg_build.compute_version(without_ncit) != kg.base_version
 
 
 def test_bad_source_selection():

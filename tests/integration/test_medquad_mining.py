@@ -1,0 +1,118 @@
+"""Mining MedQuAD for disease -> finding edges (agents.miner, `clinicalrag kg mine`) on real pages of the release with
+the project's own extractor and the built knowledge graph. Nothing is mocked; the mined files go to tmp_path (the
+data home is only read)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from agents.miner import Miner, report
+from clinicalrag.cli import main
+from knowledge.corpus import iter_documents
+from knowledge.kg import load_or_build, mined
+
+PYELONEPHRITIS, UTI, FEVER = "DOID:11400", "DOID:0080784", "SYMP:0000613"
+DOCS = ("NIDDK_0000169-5",    # Pyelonephritis, symptoms: "- fever - vomiting - back, side, and groin pain - chills ..."
+        "NIDDK_0000214-7",    # Urinary Tract Infection In Adults: "Normally, UTIs do not cause fever if ..."
+        "NIDDK_0000169-1")    # Pyelonephritis, information: not a question type the miner reads
+NEGATED = "Normally, UTIs do not cause fever if they are in the bladder."
+
+
+@pytest.fixture(scope="module")
+def kg():
+    return load_or_build(mined=False)
+
+
+@pytest.fixture(scope="module")
+def miner(kg):
+    return Miner(kg)
+
+
+@pytest.fixture(scope="module")
+def docs():
+    found = {d.doc_id: d for d in iter_documents(organisations=["NIDDK"]) if d.doc_id in DOCS}
+    assert set(found) == set(DOCS)
+    return found
+
+
+@pytest.fixture(scope="module")
+def result(miner, docs):
+    return miner.mine([docs[i] for i in DOCS])
+
+
+def edge(result, disease: str, finding: str):
+    return next((e for e in result.edges if e.disease == disease and e.finding == finding), None)
+
+
+def test_a_symptoms_page_listing_fever_gives_a_fever_edge_citing_its_span(result, docs):
+    e = edge(result, PYELONEPHRITIS, FEVER)
+    assert e is not None and e.doc_id == "NIDDK_0000169-5" and e.linked_by == "cui"
+    text = docs[e.doc_id].text
+    assert text[e.span[0]:e.span[1]] == e.sentence and "fever" in e.sentence.lower()
+    assert text[e.mention[0]:e.mention[1]] == e.surface and e.surface.lower() == "fever"
+    assert e.span[0] <= e.mention[0] < e.mention[1] <= e.span[1]
+    assert e.question_type == "symptoms" and e.organisation == "NIDDK" and e.url.startswith("http")
+    found = {x.finding_name.lower() for x in result.edges if x.disease == PYELONEPHRITIS}
+    assert {"vomiting", "chills", "nausea"} <= found
+
+
+def test_every_span_points_into_its_answer_and_only_selected_question_types_count(result, docs):
+    assert result.stats["documents"] == 2          # the information page is passed over
+    assert result.edges
+    for e in result.edges:
+        text = docs[e.doc_id].text
+        assert text[e.span[0]:e.span[1]] == e.sentence
+        assert text[e.mention[0]:e.mention[1]] == e.surface
+        assert docs[e.doc_id].question_type != "information"
+
+
+def test_a_negated_mention_gives_no_edge(miner, docs):
+    page = docs["NIDDK_0000214-7"]
+    assert NEGATED in page.text
+    only = dataclasses.replace(page, text=NEGATED)
+    res = miner.mine([only])
+    assert res.stats["documents_linked"] == 1
+    assert res.edges == [] and res.stats["rejected"].get("negated", 0) >= 1
+    # on the whole page the UTI -> fever edge, if any, cites an affirmed sentence, never the negated one
+    whole = miner.mine([page])
+    e = edge(whole, UTI, FEVER)
+    assert e is None or NEGATED not in e.sentence
+
+
+def test_the_cli_writes_a_valid_file_that_loads_over_the_graph(kg, tmp_path, capsys):
+    out = tmp_path / "mined.jsonl"
+    assert main(["kg", "mine", "--organisations", "NHLBI", "--limit", "25", "--out", str(out), "--json",
+                 "--report", "--sample", "5"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    m = mined.read(out)
+    assert m.header["kg_version"] == kg.version and m.header["miner"]
+    assert summary["mining"]["edges"] == len(m.edges) > 0
+    assert summary["mining"]["documents"] == 25
+    assert all(e.organisation == "NHLBI" for e in m.edges)
+    rep = summary["report"]
+    assert rep["diseases_gaining_edges"] >= rep["common_diseases_gaining_edges"] >= 0
+    assert len(rep["sample"]) == min(5, len(m.edges))
+    texts = {d.doc_id: d.text for d in iter_documents(organisations=["NHLBI"])}
+    for e in m.edges:
+        assert texts[e.doc_id][e.span[0]:e.span[1]] == e.sentence
+
+    over = load_or_build(mined_path=out)
+    assert over.version == f"{kg.version}+m{m.digest[:8]}" and over.base_version == kg.version
+    counts = over.report["medquad_mined"]
+    assert counts["edges"] == len(m.edges) and counts["added"] + counts["on_existing_edges"] == len(m.edges)
+    e = m.edges[0]
+    attrs = [d for k, d in over.graph[e.disease][e.finding].items() if k in ("has_symptom", "has_phenotype")]
+    assert any((d.get("citation") or {}).get("doc_id") == e.doc_id for d in attrs)
+
+
+def test_report_counts_common_diseases_with_the_prior(kg, result):
+    rep = report(kg, result.edges, sample=3)
+    assert rep["edges"] == len(result.edges)
+    assert rep["new_edges"] + rep["on_curated_edges"] == rep["edges"]
+    assert rep["diseases_gaining_edges"] >= 1
+    # a urinary tract infection is common by the commonness prior (consumer pages, drug indications, ICD code)
+    top = {t["disease"]: t for t in rep["top_diseases"]}
+    if UTI in top:
+        assert top[UTI]["common"]
