@@ -38,6 +38,7 @@ class RetrievalParams:
     use_prior: bool = True             # re-rank the fused candidates with the fitted commonness prior (agents/prior.py)
     prior_weight: float = 1.0          # its commonness part's weight (1 = as fitted; 0 = fusion order)
     prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
+    use_mined_edges: bool = True       # the disease -> finding edges mined from MedQuAD sentences (agents/miner.py)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -50,7 +51,8 @@ class RetrievalParams:
                    use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0),
                    model_weight=getattr(cfg, "model_weight", 2.0),
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
-                   use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0))
+                   use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
+                   use_mined_edges=getattr(cfg, "use_mined_edges", True))
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ class HKI:
         self.index = index
         self.kg = kg
         self.ranker = ranker
+        self._unmined_ranker = None
         self.config = config or HKIConfig()
         self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
         self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
@@ -254,7 +257,7 @@ class HKI:
                 for role, hits in res.items():
                     for h in hits:
                         if role == "G":
-                            ids += self._g_hit(h, ent, add)
+                            ids += self._g_hit(h, ent, add, mined=p.use_mined_edges)
                         else:
                             ids += self._bo_hit(h, ent, qterms, p, add)
                 coverage[ent.text] = [i for i in ids if i]
@@ -293,11 +296,12 @@ class HKI:
             warnings.append("commonness prior unavailable: the differential is in fusion order")
         # with the prior, a wider pool is fused for it to re-rank (the kept number is unchanged)
         wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
-        if self.ranker is not None and "G" in p.sources and positives:
+        ranker = self.ranker if p.use_mined_edges else self._ranker_without_mined()
+        if ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
             findings, negs = ranking_findings(extraction)
             k_kg = max(10, wide.differential_k * 2)
-            ranked = self.ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
+            ranked = ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
                                       also=[x.concept_id for x in proposals if x.concept_id])
             candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
@@ -314,8 +318,8 @@ class HKI:
             rescored = self.prior.rescore(candidates, p.prior_weight)
             # a proposed disease is never silently lost: it stays in the list the generator sees
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
-        if candidates and extraction is not None and hasattr(self.ranker, "explained"):
-            candidates = self._explain_text_found(candidates, extraction)
+        if candidates and extraction is not None and hasattr(ranker, "explained"):
+            candidates = self._explain_text_found(candidates, extraction, ranker)
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -479,14 +483,23 @@ class HKI:
         keep += [c for c in fused[n:] if "model" in c.origins]
         return keep
 
-    def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction) -> list[Candidate]:
+    def _ranker_without_mined(self):
+        """The KG ranker with the mined MedQuAD edges left out (``use_mined_edges=False``: the ablation)."""
+        if self.ranker is None or not hasattr(self.ranker, "config"):
+            return self.ranker
+        if self._unmined_ranker is None:
+            self._unmined_ranker = type(self.ranker)(self.kg, replace(self.ranker.config, mined_strength=0.0))
+        return self._unmined_ranker
+
+    def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction,
+                            ranker: Any = None) -> list[Candidate]:
         """Candidates found by text alone get, as ``matched``, the findings the knowledge graph links them to (the
         ranking's own edges), so what each candidate explains can be compared (agents/confidence.py)."""
         findings, _ = ranking_findings(extraction)
         out = []
         for c in candidates:
             if not c.matched and "kg" not in c.ranks and findings:
-                got = self.ranker.explained(c.concept_id, findings)
+                got = (ranker or self.ranker).explained(c.concept_id, findings)
                 if got:
                     c = c.model_copy(update={"matched": got, "explanation": c.explanation
                                              + f"; the knowledge graph links it to {len(got)} of the findings"})
@@ -503,7 +516,7 @@ class HKI:
                 return t
         return None
 
-    def _g_hit(self, h, ent: Entity, add) -> list[str]:
+    def _g_hit(self, h, ent: Entity, add, mined: bool = True) -> list[str]:
         ids = []
         cid = getattr(h, "concept_id", None)
         concept = self.kg.concept(cid) if cid else None
@@ -512,7 +525,8 @@ class HKI:
         ids.append(add(concept_evidence(concept, h.score, query=ent.text)))
         if concept.category in ("disease", "drug"):
             triples = [t for t in (h.knowledge or []) if t.relation in ("has_symptom", "has_phenotype", "treated_by",
-                                                                        "is_a", "located_in")]
+                                                                        "is_a", "located_in")
+                       and (mined or getattr(t, "source", None) != MINED_SOURCE)]
             triples.sort(key=lambda t: -((t.frequency or 0) + (t.weight or 0) / 50.0))
             for t in triples[:6]:
                 ids.append(add(triple_evidence(t, h.score * self.config.entity_triple_scale, query=ent.text)))

@@ -200,6 +200,8 @@ class _KGIndex:
         for u, v, rel, data in raw_edges:
             d = self.canon.get(u, u)
             s, label, kinds = self.edge_strength(data)
+            if s <= 0.0:       # a source weighted 0 (e.g. mined_strength=0, the mined-edges ablation): no edge
+                continue
             self.by_finding[v].append((d, s, f"{u}|{rel}|{v}", label))
             prev = per_disease[d].get(v, 0.0)
             per_disease[d][v] = 1.0 - (1.0 - prev) * (1.0 - s)
@@ -241,6 +243,8 @@ class _KGIndex:
                 parts.append((cfg.other_strength, kind))
         if not parts:
             parts.append((cfg.other_strength, "KG"))
+        parts = [x for x in parts if x[0] > 0.0]
+        kinds = {k for k in kinds if k != "MedQuAD"} if cfg.mined_strength <= 0.0 else kinds
         return _noisy_or(p for p, _ in parts), ", ".join(lab for _, lab in parts), kinds
 
     # -- hierarchy / equivalence ----------------------------------------------------------------------------------
