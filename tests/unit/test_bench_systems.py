@@ -60,7 +60,7 @@ def test_bad_specs(spec, why):
 def test_groups_expand_in_order_without_duplicates():
     assert expand(["pipeline", "ablations", "pipeline:no-mee", "caps"]) == [
         "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
-        "pipeline:no-pages", "pipeline:no-prior", "pipeline:cap=2048", "pipeline:cap=1024"]
+        "pipeline:no-pages", "pipeline:no-prior", "pipeline:no-mined", "pipeline:cap=2048", "pipeline:cap=1024"]
 
 
 @pytest.mark.parametrize(("text", "specs"), [

@@ -100,3 +100,14 @@ def test_krg_cites_the_medquad_page_with_the_sentence_span():
     assert f"chars {mined_ev.span[0]}-{mined_ev.span[1]}" in text and URL in text and "Heart Attack" in text
     graph_ref = refs[mapping[curated_ev.id] - 1]
     assert graph_ref.span is None and "has symptom chest pain" in graph_ref.title
+
+
+def test_mined_strength_zero_is_the_graph_without_mined_edges():
+    """The ``no-mined`` ablation: with mined_strength 0 a mined-only edge is no edge, a confirmed curated edge keeps
+    its curated strength alone."""
+    kg = mined_kg()
+    off = KGRanker(kg, mined_strength=0.0)
+    assert off.rank([Entity(text="cold sweat", category="symptom", concept_id=SWEATING)]) == []
+    s, label, kinds = off.index.edge_strength(kg.graph[MI][CHEST_PAIN]["has_symptom"])
+    assert (abs(s - 0.9) < 1e-9, label, kinds) == (True, "DO", {"DO"})
+    assert off.explained(MI, [Entity(text="sweating", category="symptom", concept_id=SWEATING)]) == []
