@@ -8,6 +8,7 @@ source role, score in [0, 1] and provenance.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -39,6 +40,7 @@ class RetrievalParams:
     prior_weight: float = 1.0          # its commonness part's weight (1 = as fitted; 0 = fusion order)
     prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
     use_mined_edges: bool = True       # the disease -> finding edges mined from MedQuAD sentences (agents/miner.py)
+    mined_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own, RankerConfig)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -52,7 +54,8 @@ class RetrievalParams:
                    model_weight=getattr(cfg, "model_weight", 2.0),
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
-                   use_mined_edges=getattr(cfg, "use_mined_edges", True))
+                   use_mined_edges=getattr(cfg, "use_mined_edges", True),
+                   mined_strength=getattr(cfg, "mined_strength", None))
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class HKIResult:
 
 # ---- evidence constructors ----------------------------------------------------------------------------------
 
+_VARIANT_LOCK = threading.Lock()
 MINED_SOURCE = "medquad-mined"     # knowledge.kg.mined.SOURCE: edges read from a MedQuAD sentence
 
 
@@ -207,7 +211,7 @@ class HKI:
         self.index = index
         self.kg = kg
         self.ranker = ranker
-        self._unmined_ranker = None
+        self._variants: dict[float, Any] = {}   # KG rankers with another mined-edge strength (ablations, tuning)
         self.config = config or HKIConfig()
         self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
         self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
@@ -296,7 +300,7 @@ class HKI:
             warnings.append("commonness prior unavailable: the differential is in fusion order")
         # with the prior, a wider pool is fused for it to re-rank (the kept number is unchanged)
         wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
-        ranker = self.ranker if p.use_mined_edges else self._ranker_without_mined()
+        ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0)
         if ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
             findings, negs = ranking_findings(extraction)
@@ -483,13 +487,18 @@ class HKI:
         keep += [c for c in fused[n:] if "model" in c.origins]
         return keep
 
-    def _ranker_without_mined(self):
-        """The KG ranker with the mined MedQuAD edges left out (``use_mined_edges=False``: the ablation)."""
-        if self.ranker is None or not hasattr(self.ranker, "config"):
-            return self.ranker
-        if self._unmined_ranker is None:
-            self._unmined_ranker = type(self.ranker)(self.kg, replace(self.ranker.config, mined_strength=0.0))
-        return self._unmined_ranker
+    def _ranker_for(self, mined_strength: float | None):
+        """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength`` (0: left out, the
+        ``no-mined`` ablation); copies are built once per strength and kept."""
+        base = self.ranker
+        if mined_strength is None or base is None or not hasattr(base, "config") \
+                or abs(base.config.mined_strength - mined_strength) < 1e-12:
+            return base
+        key = round(float(mined_strength), 6)
+        with _VARIANT_LOCK:
+            if key not in self._variants:
+                self._variants[key] = type(base)(self.kg, replace(base.config, mined_strength=key))
+            return self._variants[key]
 
     def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction,
                             ranker: Any = None) -> list[Candidate]:

@@ -20,6 +20,7 @@ class PipelineConfig(BaseModel):
     use_prior: bool = True            # re-rank the differential with the fitted commonness prior (agents/prior.py)
     prior_weight: float = Field(1.0, ge=0.0, le=10.0)  # weight of its commonness part (1 = as fitted)
     use_mined_edges: bool = True      # rank with the disease -> finding edges mined from MedQuAD (agents/miner.py)
+    mined_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
     sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
     top_k_per_source: int = Field(5, ge=1, le=50)
     chunk_k: int = Field(8, ge=0, le=100)          # hybrid chunk search with the whole presentation

@@ -18,6 +18,7 @@ from clinicalrag.bench.systems import SpecError, expand, parse_system
     ("pipeline:use_verifier=false", "pipeline", {"use_verifier": False}, True),
     ("pipeline:no-prior", "pipeline", {"use_prior": False}, True),
     ("pipeline:no-mined", "pipeline", {"use_mined_edges": False}, True),
+    ("pipeline:mined_strength=0.3", "pipeline", {"mined_strength": 0.3}, True),
     ("pipeline:prior_weight=0.5", "pipeline", {"prior_weight": 0.5}, True),
 ])
 def test_specs(spec, kind, overrides, use_llm):
