@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from .textutil import fence, is_question, sentences, terms
 from .types import Candidate, DifferentialItem, Disagreement, Draft, Evidence, Extraction, Sentence
@@ -51,11 +51,23 @@ class _LLMDraft(BaseModel):
 DirectReply = _LLMDraft   # the model-alone answer (``--mode direct``; also the "direct" proposal prompt)
 
 
-def direct_messages(presentation: str, k: int) -> list[dict[str, str]]:
-    """The model-alone request: the direct prompts around the fenced presentation."""
+def direct_reply_schema(k: int, min_items: int = 1) -> type[BaseModel]:
+    """The model-alone answer's schema: :data:`DirectReply`, or, asking for ``min_items`` > 1 diagnoses, a copy whose
+    differential must hold ``min_items``..``k`` items (schema-constrained decoding makes a small model give them)."""
+    if min_items <= 1:
+        return DirectReply
+    lo = min(min_items, k)
+    return create_model(f"DirectReply{lo}to{k}", __base__=_LLMDraft,
+                        differential=(list[_DxItem], Field(min_length=lo, max_length=k)))
+
+
+def direct_messages(presentation: str, k: int, min_items: int = 1) -> list[dict[str, str]]:
+    """The model-alone request: the direct prompts around the fenced presentation (``min_items``..``k`` diagnoses;
+    ``min_items`` 1: at most ``k``)."""
     from .prompts import load_prompt
 
-    return [{"role": "system", "content": load_prompt("direct_system", k=str(k))},
+    count = f"at most {k}" if min_items <= 1 else f"{min(min_items, k)} to {k}"
+    return [{"role": "system", "content": load_prompt("direct_system", k=str(k), count=count)},
             {"role": "user", "content": load_prompt("direct_user", presentation=fence(presentation))}]
 
 
@@ -75,9 +87,11 @@ LIKELIHOOD_MODERATE = 0.4
 class Generator:
     def __init__(self, llm=None, differential_k: int = 5, max_input_tokens: int = 4096,
                  count_tokens: Callable[[str], int] | None = None, reserve_output_tokens: int = 768,
-                 generator_weight: float = 1.0, llm_evidence: int = 10, llm_max_tokens: int = 320):
+                 generator_weight: float = 1.0, llm_evidence: int = 10, llm_max_tokens: int = 320,
+                 direct_min: int = 1):
         self.llm = llm
         self.k = differential_k
+        self.direct_min = direct_min               # diagnoses the model-alone request asks for at least
         self.generator_weight = generator_weight   # the model's own order, fused with the candidates' scores
         self.llm_evidence = llm_evidence           # evidence sentences in the generator's prompt at most
         self.llm_max_tokens = llm_max_tokens
@@ -134,8 +148,8 @@ class Generator:
         if self.llm is None or not getattr(self.llm, "enabled", False):
             return (Draft(text="Direct mode needs an LLM; none is configured.", insufficient=True, origin="direct"),
                     ["direct mode: no LLM configured"], {})
-        msgs = direct_messages(presentation, self.k)
-        res = self.llm.structured(msgs, DirectReply, tag="direct")
+        msgs = direct_messages(presentation, self.k, self.direct_min)
+        res = self.llm.structured(msgs, direct_reply_schema(self.k, self.direct_min), tag="direct")
         info = {"messages": msgs, "raw": getattr(res, "raw", None)}
         if res.value is None:
             return (Draft(text=f"The language model did not answer ({res.error}).", insufficient=True,

@@ -109,7 +109,7 @@ class Proposer:
     answer and a benchmark that ran the baseline pays nothing more for the call (same request, cached)."""
 
     def __init__(self, llm: Any = None, kg: Any = None, k: int = 5, max_tokens: int = 256,
-                 prompt: str = "differential"):
+                 prompt: str = "differential", direct_min: int = 1):
         if prompt not in PROMPTS:
             raise ValueError(f"unknown proposal prompt {prompt!r}; choose one of {', '.join(PROMPTS)}")
         self.llm = llm
@@ -117,6 +117,7 @@ class Proposer:
         self.k = k
         self.max_tokens = max_tokens
         self.prompt = prompt
+        self.direct_min = direct_min     # prompt "direct": the model-alone request's minimum number of diagnoses
 
     @property
     def enabled(self) -> bool:
@@ -142,10 +143,11 @@ class Proposer:
         return self.link(res.value), [], info
 
     def _propose_direct(self, presentation: str) -> tuple[list[ProposedDiagnosis], list[str], dict[str, Any]]:
-        from .generator import DirectReply, direct_messages  # noqa: PLC0415
+        from .generator import direct_messages, direct_reply_schema  # noqa: PLC0415
 
-        msgs = direct_messages(presentation, self.k)
-        res = self.llm.structured(msgs, DirectReply, tag="propose")   # the baseline's request, unchanged
+        msgs = direct_messages(presentation, self.k, self.direct_min)
+        res = self.llm.structured(msgs, direct_reply_schema(self.k, self.direct_min),
+                                  tag="propose")   # the baseline's request, unchanged
         info = {"messages": msgs, "raw": getattr(res, "raw", None), "prompt": "direct"}
         if res.value is None:
             return [], [f"propose: the language model gave no usable differential ({res.error}); "

@@ -49,6 +49,9 @@ class PipelineConfig(BaseModel):
     # with Qwen2.5-Coder-1.5B (docs/results.md, "The LLM path"): the direct prompt as the one proposal call, the
     # deterministic generator ranking with the evidence, model_weight 2 (2 >= 4 >= 8 on every dev set)
     propose_prompt: Literal["differential", "direct"] = "direct"
+    # diagnoses the model-alone request (``--mode direct``, and the "direct" proposal) asks for at least (up to
+    # differential_k; 1: "at most differential_k", which a small model answers with one)
+    direct_min_diagnoses: int = Field(1, ge=1, le=20)
     model_weight: float = Field(2.0, ge=0.0, le=20.0)       # the proposal ranking's weight (KG ranking = 1)
     generator_weight: float = Field(1.0, ge=0.0, le=20.0)   # the generator's own ordering, fused after it answers
     contradiction_penalty: float = Field(0.35, ge=0.0, le=1.0)  # score factor lost per finding a candidate

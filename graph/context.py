@@ -171,7 +171,7 @@ class Resources:
         from agents.generator import Generator  # noqa: PLC0415
 
         return Generator(llm, differential_k=cfg.differential_k, max_input_tokens=cfg.max_input_tokens,
-                         generator_weight=cfg.generator_weight)
+                         generator_weight=cfg.generator_weight, direct_min=cfg.direct_min_diagnoses)
 
     def knl(self, llm: LLMBudget | None = None):
         from agents.knl import KNL  # noqa: PLC0415

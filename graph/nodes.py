@@ -135,7 +135,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     from agents.proposer import Proposer  # noqa: PLC0415
 
     items, warns, info = Proposer(llm, step.resources.kg, k=step.cfg.differential_k,
-                                     prompt=step.cfg.propose_prompt).propose(
+                                     prompt=step.cfg.propose_prompt,
+                                     direct_min=step.cfg.direct_min_diagnoses).propose(
         state["presentation"], state.get("extraction"))
     step.prompt(info)
     return step.done({"proposals": items, "warnings": warns},

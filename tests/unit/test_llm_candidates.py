@@ -196,3 +196,22 @@ def test_support_without_a_change_of_order_keeps_the_text():
     assert [d.support for d in out.differential] == ["supported", "partly supported"]
     assert out.text == "(extractive)"
 
+
+
+def test_direct_request_asks_for_a_minimum_only_when_set():
+    import pydantic
+
+    from agents.generator import DirectReply, direct_messages, direct_reply_schema
+
+    default = direct_messages("fever and cough", 5)
+    assert "Give at most 5 diagnoses" in default[0]["content"]          # the request the cache already holds
+    assert direct_reply_schema(5) is DirectReply
+    three = direct_messages("fever and cough", 5, 3)
+    assert "Give 3 to 5 diagnoses" in three[0]["content"] and three[1] == default[1]
+    schema = direct_reply_schema(5, 3)
+    arr = schema.model_json_schema()["properties"]["differential"]
+    assert (arr["minItems"], arr["maxItems"]) == (3, 5)                  # what the grammar enforces
+    one = {"differential": [{"diagnosis": "influenza"}]}
+    assert DirectReply.model_validate(one)
+    with pytest.raises(pydantic.ValidationError):
+        schema.model_validate(one)
