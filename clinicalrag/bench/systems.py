@@ -68,6 +68,11 @@ def _value(field_name: str, raw: str) -> Any:
     if info is None:
         raise SpecError(f"unknown setting {field_name!r}; settings: {', '.join(PipelineConfig.model_fields)}")
     ann = info.annotation
+    args = [a for a in getattr(ann, "__args__", ()) if a is not type(None)]
+    if type(None) in getattr(ann, "__args__", ()) and len(args) == 1:    # an optional setting: "none" unsets it
+        if raw.strip().lower() == "none":
+            return None
+        ann = args[0]
     if ann is bool:
         low = raw.lower()
         if low not in ("true", "false", "1", "0", "yes", "no"):

@@ -70,7 +70,7 @@ def _wait_gone(pid: int, port: int, timeout: float = 20.0) -> bool:
 def _ask_cli(gguf: Path, *extra: str, timeout: float = 900) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(PROJECT), "CLINICALRAG_LLM_MAX_TOKENS": "64"}
     cmd = [sys.executable, "-m", "clinicalrag", "ask", "--llm", "local", "--llm-local-gguf", str(gguf),
-           "--max-input-tokens", "512", "--no-audit", *extra, CASE]
+           "--max-input-tokens", "1024", "--no-audit", *extra, CASE]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=PROJECT, env=env, timeout=timeout)
 
 
