@@ -63,7 +63,9 @@ class System:
                 "config": cfg.model_dump() if cfg else None, "config_hash": cfg.digest() if cfg else None}
 
 
-def _value(field_name: str, raw: str) -> Any:
+def setting_value(field_name: str, raw: str) -> Any:
+    """A pipeline setting's value from its text (bench specs, ``ask --set``); :class:`SpecError` for an unknown
+    setting."""
     info = PipelineConfig.model_fields.get(field_name)
     if info is None:
         raise SpecError(f"unknown setting {field_name!r}; settings: {', '.join(PipelineConfig.model_fields)}")
@@ -123,7 +125,7 @@ def parse_system(spec: str) -> System:
             elif key == "src":
                 overrides["sources"] = list(val.upper())
             else:
-                overrides[key] = _value(key, val)
+                overrides[key] = setting_value(key, val)
         except ValueError as exc:
             raise SpecError(f"{spec!r}: bad value for {key}: {exc}") from exc
     if base == "direct" and not use_llm:

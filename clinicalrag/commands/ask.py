@@ -32,6 +32,9 @@ def register(sub) -> None:
     p.add_argument("--no-llm", action="store_true", help="ignore any configured LLM (deterministic path)")
     add_provider_arguments(p)
     p.add_argument("--no-audit", action="store_true", help="do not append an audit record")
+    p.add_argument("--set", action="append", default=[], metavar="SETTING=VALUE",
+                   help="any pipeline setting (graph/config.py), repeatable: --set direct_min_diagnoses=3 "
+                        "--set llm_agents=propose+generate")
     p.set_defaults(func=run)
 
 
@@ -50,6 +53,16 @@ def build_config(args):
         kw["max_input_tokens"] = args.max_input_tokens
     if args.max_attempts is not None:
         kw["max_attempts"] = args.max_attempts
+    for item in getattr(args, "set", None) or []:
+        from clinicalrag.bench.systems import SpecError, setting_value  # noqa: PLC0415
+
+        name, eq, raw = item.partition("=")
+        if not eq or not name.strip():
+            raise UserError(f"--set takes SETTING=VALUE, not {item!r}")
+        try:
+            kw[name.strip()] = setting_value(name.strip(), raw.strip())
+        except (SpecError, ValueError) as exc:
+            raise UserError(f"--set {item}: {exc}") from None
     try:
         return PipelineConfig(**kw)
     except Exception as exc:  # pydantic validation error → one clear line

@@ -95,3 +95,23 @@ def test_propose_prompt_setting_and_unknown_prompt():
         parse_system("pipeline:propose_prompt=poem")
     with pytest.raises(ValueError, match="unknown proposal prompt"):
         Proposer(prompt="poem")
+
+
+def test_ask_set_takes_any_pipeline_setting_and_names_a_wrong_one():
+    import argparse
+
+    from clinicalrag.cli import UserError
+    from clinicalrag.commands.ask import build_config, register
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    register(sub)
+
+    def cfg(*argv):
+        return build_config(sub.choices["ask"].parse_args([*argv, "fever"]))
+
+    c = cfg("--set", "direct_min_diagnoses=3", "--set", "llm_agents=propose+generate", "--set", "mined_strength=0.3")
+    assert (c.direct_min_diagnoses, c.llm_agents, c.mined_strength) == (3, ["propose", "generate"], 0.3)
+    for bad, words in [("nosuch=1", "unknown setting"), ("direct_min_diagnoses", "SETTING=VALUE"),
+                       ("direct_min_diagnoses=0", "greater than or equal")]:
+        with pytest.raises(UserError, match=words):
+            cfg("--set", bad)
