@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable, Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -51,6 +52,7 @@ class _LLMDraft(BaseModel):
 DirectReply = _LLMDraft   # the model-alone answer (``--mode direct``; also the "direct" proposal prompt)
 
 
+@lru_cache(maxsize=32)
 def direct_reply_schema(k: int, min_items: int = 1) -> type[BaseModel]:
     """The model-alone answer's schema: :data:`DirectReply`, or, asking for ``min_items`` > 1 diagnoses, a copy whose
     differential must hold ``min_items``..``k`` items (schema-constrained decoding makes a small model give them)."""

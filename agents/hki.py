@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from knowledge.kg.mined import SOURCE as MINED_SOURCE   # edges read from a MedQuAD sentence
+
 from .ranker import demographic_factor, ranking_findings
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction, ProposedDiagnosis
@@ -95,8 +97,7 @@ class HKIResult:
 
 # ---- evidence constructors ----------------------------------------------------------------------------------
 
-_VARIANT_LOCK = threading.Lock()
-MINED_SOURCE = "medquad-mined"     # knowledge.kg.mined.SOURCE: edges read from a MedQuAD sentence
+_VARIANT_LOCK = threading.Lock()     # HKI._ranker_for: one copy of the KG ranker per mined-edge strength
 
 
 def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:

@@ -75,6 +75,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable
 
 from agents.types import Candidate, Entity, Extraction
+from knowledge.kg.mined import SOURCE as MINED_SOURCE
 
 FINDING_RELATIONS = ("has_symptom", "has_phenotype")
 FINDING_CATEGORIES = ("symptom", "phenotype")
@@ -130,7 +131,7 @@ def _source_kind(source: str | None) -> str:
         return "HPO"
     if "disease-symptom" in s or s in ("do", "disease ontology"):
         return "DO"
-    if s == "medquad-mined":
+    if s == MINED_SOURCE:
         return "MedQuAD"
     return source or "KG"
 
@@ -226,26 +227,27 @@ class _KGIndex:
         sources = [data.get("source")] + list(data.get("also_sources") or ())
         kinds = {_source_kind(x) for x in sources if x}
         w, fr = data.get("weight"), data.get("frequency")
-        parts: list[tuple[float, str]] = []
+        parts: list[tuple[float, str, str]] = []     # (strength, label, kind)
         for kind in sorted(kinds):
             if kind == "HSDN":
                 wv = float(w or 0.0)
                 x = math.log1p(max(wv, 0.0)) / math.log1p(cfg.hsdn_ref)
-                parts.append((cfg.hsdn_floor + (cfg.hsdn_ceiling - cfg.hsdn_floor) * min(1.0, x), f"HSDN w={wv:.3g}"))
+                parts.append((cfg.hsdn_floor + (cfg.hsdn_ceiling - cfg.hsdn_floor) * min(1.0, x), f"HSDN w={wv:.3g}",
+                              kind))
             elif kind == "HPO":
                 s = cfg.hpo_default if fr is None else max(cfg.hpo_min, min(1.0, float(fr)))
-                parts.append((s, "HPO" if fr is None else f"HPO f={float(fr):.2f}"))
+                parts.append((s, "HPO" if fr is None else f"HPO f={float(fr):.2f}", kind))
             elif kind == "DO":
-                parts.append((cfg.do_strength, "DO"))
+                parts.append((cfg.do_strength, "DO", kind))
             elif kind == "MedQuAD":
-                parts.append((cfg.mined_strength, "MedQuAD"))
+                parts.append((cfg.mined_strength, "MedQuAD", kind))
             else:
-                parts.append((cfg.other_strength, kind))
+                parts.append((cfg.other_strength, kind, kind))
         if not parts:
-            parts.append((cfg.other_strength, "KG"))
-        parts = [x for x in parts if x[0] > 0.0]
-        kinds = {k for k in kinds if k != "MedQuAD"} if cfg.mined_strength <= 0.0 else kinds
-        return _noisy_or(p for p, _ in parts), ", ".join(lab for _, lab in parts), kinds
+            parts.append((cfg.other_strength, "KG", "KG"))
+        parts = [x for x in parts if x[0] > 0.0]    # a source weighted 0 asserts nothing (the no-mined ablation)
+        label = ", ".join(lab for _, lab, _ in parts)
+        return _noisy_or(p for p, _, _ in parts), label, {k for _, _, k in parts} & kinds
 
     # -- hierarchy / equivalence ----------------------------------------------------------------------------------
     def equivalents(self, cid: str) -> set[str]:

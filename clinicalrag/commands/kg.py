@@ -102,11 +102,9 @@ def mined_file_state(kg) -> tuple[object, str]:
     return path, "current" if ok else "stale"
 
 
-def mine_into_home(kg, progress: bool = True, bar=None) -> dict:
-    """Mine the whole MedQuAD release against ``kg`` (a graph without mined edges), write the default mined-edges
-    file and lay it over ``kg``; returns the overlay counts. ``bar``: a tqdm bar to advance (else one is made)."""
+def _mine(kg, progress: bool, bar=None, **selection):
+    """``agents.miner.mine_medquad`` with a progress bar: ``bar`` (a tqdm bar to advance) or one made here."""
     from agents.miner import mine_medquad
-    from knowledge.kg import mined
 
     own = bar is None
     if own:
@@ -121,10 +119,18 @@ def mine_into_home(kg, progress: bool = True, bar=None) -> dict:
         bar.update(done - bar.n)
 
     try:
-        res = mine_medquad(kg, progress=step)
+        return mine_medquad(kg, progress=step, **selection)
     finally:
         if own:
             bar.close()
+
+
+def mine_into_home(kg, progress: bool = True, bar=None) -> dict:
+    """Mine the whole MedQuAD release against ``kg`` (a graph without mined edges), write the default mined-edges
+    file and lay it over ``kg``; returns the overlay counts. ``bar``: a tqdm bar to advance (else one is made)."""
+    from knowledge.kg import mined
+
+    res = _mine(kg, progress, bar)
     path = mined.write(mined.default_path(kg.base_version), res.edges, header=res.header(kg.base_version))
     return mined.overlay(kg, mined=True, path=path) or {}
 
@@ -160,7 +166,7 @@ def _cmd_build(args) -> int:
 
 
 def _cmd_mine(args) -> int:
-    from agents.miner import mine_medquad, report
+    from agents.miner import report
     from clinicalrag.cli import UserError
     from knowledge.corpus import ORGANISATIONS
     from knowledge.kg import mined
@@ -175,21 +181,8 @@ def _cmd_mine(args) -> int:
     if args.limit is not None and args.limit < 1:
         raise UserError("--limit must be at least 1")
     kg = _load(args, mined=False)
-    progress = not (args.no_progress or args.json)
-    from tqdm import tqdm
-
-    bar = tqdm(total=0, desc="mining MedQuAD", unit="doc", disable=not progress, dynamic_ncols=True)
-
-    def step(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-            bar.refresh()
-        bar.update(done - bar.n)
-
-    try:
-        res = mine_medquad(kg, organisations=orgs, question_types=qtypes, limit=args.limit, progress=step)
-    finally:
-        bar.close()
+    res = _mine(kg, not (args.no_progress or args.json), None, organisations=orgs, question_types=qtypes,
+                limit=args.limit)
     out = mined.write(args.out or mined.default_path(kg.base_version), res.edges, header=res.header(kg.base_version))
     st = res.stats
     summary = {"path": str(out), "digest": mined.digest(res.edges), "kg_version": kg.base_version,
