@@ -60,7 +60,7 @@ syndrome" next to DOID:14323); a non-DO disease whose name (or exact synonym) no
 scored as that DO disease (its triples still cite the original node).
 
 **Demographics** are soft: with ``sex`` given, diseases named after an organ of the other sex are multiplied by
-``sex_mismatch``; with ``age >= 18``, diseases named neonatal/infantile/childhood/juvenile/congenital by
+``sex_mismatch``; with ``age >= 18``, diseases named neonatal/newborn/infant(ile)/infancy/childhood/juvenile/congenital by
 ``age_mismatch``.
 """
 from __future__ import annotations
@@ -422,7 +422,7 @@ def ranking_findings(extraction: Extraction) -> tuple[list[Entity], list[Entity]
 _MALE_ONLY = re.compile(r"\b(prostat\w*|testi\w*|scrot\w*|penile|penis|epididym\w*|seminal)\b", re.I)
 _FEMALE_ONLY = re.compile(r"\b(ovar\w*|uter\w*|cervi\w*|vagin\w*|vulv\w*|endometri\w*|fallopian|pregnan\w*|"
                           r"puerper\w*|gestational|placent\w*)\b", re.I)
-_PEDIATRIC = re.compile(r"\b(neonatal|newborn|infantile|childhood|juvenile|congenital)\b", re.I)
+_PEDIATRIC = re.compile(r"\b(neonatal|newborn|infant|infants|infantile|infancy|childhood|juvenile|congenital)\b", re.I)
 
 
 def demographic_factor(name: str, age: float | None, sex: str | None, cfg: RankerConfig | None = None) -> float:

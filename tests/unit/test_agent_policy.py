@@ -78,4 +78,6 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
     assert demographic_factor("prostate cancer", 70, "male", cfg) == 1.0
     assert demographic_factor("juvenile idiopathic arthritis", 40, None, cfg) == cfg.age_mismatch
     assert demographic_factor("juvenile idiopathic arthritis", 9, None, cfg) == 1.0
+    assert demographic_factor("sudden infant death syndrome", 72, "female", cfg) == cfg.age_mismatch
+    assert demographic_factor("sudden infant death syndrome", 0.3, None, cfg) == 1.0
     assert demographic_factor("cystitis", None, None, cfg) == 1.0
