@@ -218,9 +218,12 @@ def test_warm_extraction_is_fast(mee):
 
 def test_second_start_uses_cache(vocabulary, mee, home):
     assert any(mee.cache_dir.glob("lexicon-*.pkl")) and any(mee.cache_dir.glob("linker-*/nmslib_index.bin"))
+    cached = {p: p.stat().st_mtime_ns for p in mee.cache_dir.glob("lexicon-*.pkl")}
     again = MEE(vocabulary)
     assert again.timings.get("linker_build", 0.0) == 0.0
-    assert again.timings["lexicon"] < max(mee.timings["lexicon"], 0.5) + 0.5
+    # the lexicon was read from its cache, not rebuilt (a rebuild rewrites the file); no wall-clock comparison, which
+    # a busy machine turns into a coin toss
+    assert {p: p.stat().st_mtime_ns for p in mee.cache_dir.glob("lexicon-*.pkl")} == cached
     text = "wheezng and fever"
     assert [e.concept_id for e in again.extract(text).entities] == [e.concept_id for e in mee.extract(text).entities]
 
