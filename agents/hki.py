@@ -72,6 +72,11 @@ class HKIConfig:
     fusion_k: float = 3.0              # KG/text reciprocal-rank fusion: 1/(k + rank_kg) + text_weight/(k + rank_text)
     text_weight: float = 1.0           # ... + w_page/(k + rank of the disease's whole reference page), w_page per run
     page_k: int = 20                   # disease pages taken from the page ranking
+    # With no finding recognised, the reference texts alone offer a differential only when the best disease page
+    # matches the words this well (BM25): symptom descriptions in everyday words score 6.6-17 on the development
+    # half of Symptom2Disease, off-topic questions ("What is the capital of France?", "Tell me a joke about cats")
+    # 3-4, gibberish nothing.
+    text_only_min_page_score: float = 5.0
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
     concept_scale: float = 0.95        # a candidate's concept card, relative to its triples
@@ -311,10 +316,20 @@ class HKI:
                                       also=[x.concept_id for x in proposals if x.concept_id])
             candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
         page_rank: dict[str, int] = {}
+        page_top = 0.0
         page_weight = p.page_weight
         if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
-            page_rank = {h["concept_id"]: h["rank"] for h in self.pages.rank(presentation, k=self.config.page_k)}
-        if positives or not p.use_entities or proposals:   # no finding recognised: no text-only differential
+            page_hits = self.pages.rank(presentation, k=self.config.page_k)
+            page_rank = {h["concept_id"]: h["rank"] for h in page_hits}
+            page_top = page_hits[0]["score"] if page_hits else 0.0
+        text_only = (not positives and p.use_entities and not proposals
+                     and page_top >= cfg.text_only_min_page_score)
+        if text_only:
+            # nothing recognised as a finding, but the reference pages match the words well: the texts' diseases
+            # are offered, and said to be text-only (the grader escalates the answer)
+            warnings.append("no clinical finding was recognised: the differential comes from the reference texts "
+                            "alone")
+        if positives or not p.use_entities or proposals or text_only:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained)

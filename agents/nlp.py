@@ -85,6 +85,8 @@ EXTRA_CONTEXT_RULES: list[tuple[str, str]] = [
     ("resolved", "HISTORICAL"),
     ("history of", "HISTORICAL"),
     ("hx of", "HISTORICAL"),
+    ("in the past", "HISTORICAL"),
+    ("previously had", "HISTORICAL"),
     ("mother", "FAMILY"),
     ("father", "FAMILY"),
     ("sister", "FAMILY"),
@@ -171,6 +173,9 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
     context = nlp.add_pipe("medspacy_context", config={"rules": "default", "span_attrs": "default"})
     # (set after construction: spaCy's config validation turns the lists into one-shot iterators)
     context.terminating_types = {k: list(v) for k, v in terminating.items()}
+    # a cue inside a finding is part of the finding ("no energy", "can't fall asleep", "lacking in energy"): it
+    # neither negates the finding itself nor what follows it
+    context.prune_on_target_overlap = True
     for rule in context.rules:
         rule.terminated_by.update(terminating.get(rule.category.upper(), ()))
     context.add([ConTextRule(lit, cat, direction=_direction(cat, lit)) for lit, cat in EXTRA_CONTEXT_RULES])

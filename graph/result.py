@@ -43,11 +43,15 @@ def diagnostic_assessment(state: State, cfg: PipelineConfig, calibration: Any = 
 
 
 def diagnostic_reasons(a: Assessment | None, cfg: PipelineConfig) -> list[str]:
-    """Escalation reasons about the diagnosis: the leading candidates explain under ``min_explained_findings`` of
-    the current findings, or the calibrated confidence of the top one is under ``min_top_confidence``."""
+    """Escalation reasons about the diagnosis: no current finding was recognised, the leading candidates explain
+    under ``min_explained_findings`` of the current findings, or the calibrated confidence of the top one is under
+    ``min_top_confidence``."""
     if a is None or not a.features:
         return []
     out = []
+    if not a.findings:
+        out.append(f"{DIAGNOSTIC_PREFIX}no finding of the present illness was recognised: the ranking rests on the "
+                   f"reference texts alone")
     if a.findings and a.lead_explained < cfg.min_explained_findings * a.findings:
         lead = "the leading candidate" if min(a.lead, len(a.features)) == 1 else "the leading candidates"
         out.append(f"{DIAGNOSTIC_PREFIX}{lead} explain{'s' if lead.endswith('candidate') else ''} only "

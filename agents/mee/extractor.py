@@ -56,6 +56,7 @@ from knowledge.text import fold
 from .demographics import find_age_sex, find_durations
 from .findings import Finding, mask, resolve_overlaps
 from .labs import find_lab_phrases, lab_finding, read_lab_values
+from .lay import find_lay_phrases
 from .lexicon import (
     ABBREVIATION_CATEGORY,
     CATEGORY_MAP,
@@ -246,7 +247,7 @@ class MEE:
         age, sex, demo_spans = find_age_sex(mask(text, [(r.start, r.end) for r in vitals + labs]))
         durations = find_durations(text)
         findings = resolve_overlaps([vital_finding(r, age) for r in vitals] + [lab_finding(r, sex, age) for r in labs]
-                                    + find_lab_phrases(text))
+                                    + find_lab_phrases(text) + find_lay_phrases(text))
 
         nlp = self.nlp
         doc = nlp.make_doc(text)

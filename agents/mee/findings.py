@@ -29,6 +29,7 @@ class FindingConcept:
 FINDING_CONCEPTS: dict[str, FindingConcept] = {
     # vital signs
     "fever": FindingConcept("fever", ("SYMP:0000613", "HP:0001945")),
+    "low-grade fever": FindingConcept("low-grade fever", ("SYMP:0000879", "HP:0011134")),
     "hypothermia": FindingConcept("hypothermia", ("SYMP:0000302", "HP:0002045")),
     "tachycardia": FindingConcept("tachycardia", ("SYMP:0000529", "HP:0001649")),
     "bradycardia": FindingConcept("bradycardia", ("SYMP:0000231", "HP:0001662")),

@@ -21,7 +21,7 @@ from knowledge.text import fold
 
 log = logging.getLogger(__name__)
 
-LEXICON_VERSION = 3  # bump when build_lexicon changes
+LEXICON_VERSION = 4  # bump when build_lexicon changes
 
 # Vocabulary category -> Entity.category.
 CATEGORY_MAP: dict[str, Category] = {
@@ -55,7 +55,9 @@ arm leg eye ear nose mouth tongue back neck chest breast heart brain blood bone 
 state condition problem issue process complication complications tumor tumour cancer mass lesion injury
 drug medication medicine test exam examination result results cold hot heat cell cells tissue
 """.split()) | frozenset({"family history", "medical history", "past medical history", "social history",
-                          "history of", "chief complaint", "present illness", "review of systems"})
+                          "history of", "chief complaint", "present illness", "review of systems",
+                          # the name of a measurement is no finding ("blood pressure is normal")
+                          "blood pressure", "heart rate", "pulse rate", "respiratory rate", "vital signs"})
 # Short terms kept despite the length filter.
 SHORT_WHITELIST = frozenset({"flu", "gas", "itch", "rash", "cough", "ache"})
 

@@ -18,6 +18,7 @@ pressure when the age is known):
 
 ==========================  ============================================
 fever                       temperature >= 38.0 °C (100.4 °F)
+low-grade fever             37.8 <= temperature < 38.0 °C (100.0-100.3 °F)
 hypothermia                 temperature < 35.0 °C (95 °F)
 tachycardia / bradycardia   pulse > 100 / < 60 per minute
 tachypnea                   respirations > 20 per minute
@@ -204,7 +205,8 @@ def vital_finding(reading: Reading, age_years: float | None = None) -> Finding:
     v = reading.value
     key: str | None = None
     if reading.analyte == "temperature":
-        key = "fever" if v >= 38.0 else "hypothermia" if v < 35.0 else None
+        key = ("fever" if v >= 38.0 else "low-grade fever" if v >= 37.8 else "hypothermia" if v < 35.0
+               else None)
     elif reading.analyte == "pulse":
         key = "tachycardia" if v > lim.pulse_high else "bradycardia" if v < lim.pulse_low else None
     elif reading.analyte == "respirations":

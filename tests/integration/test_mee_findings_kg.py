@@ -7,6 +7,7 @@ import pytest
 
 from agents.mee import FINDING_CONCEPTS, MEE
 from agents.mee.labs import load_phrase_table
+from agents.mee.lay import load_lay_table
 from agents.ranker import KGRanker, ranking_findings
 from knowledge.kg import normalise
 
@@ -49,6 +50,31 @@ def test_phrase_table_ids_exist_under_their_names(kg):
         assert c is not None, f"{rule.concept_id} ({rule.name}) is not in the knowledge graph"
         assert c.category in FINDING_CATEGORIES
         assert normalise(c.name) == normalise(rule.name), f"{rule.concept_id} is named {c.name!r}, not {rule.name!r}"
+
+
+def test_lay_table_ids_exist_under_their_names(kg):
+    for rule in load_lay_table():
+        c = kg.concept(rule.concept_id)
+        assert c is not None, f"{rule.concept_id} ({rule.name}) is not in the knowledge graph"
+        assert c.category in FINDING_CATEGORIES
+        assert normalise(c.name) == normalise(rule.name), f"{rule.concept_id} is named {c.name!r}, not {rule.name!r}"
+
+
+def test_everyday_words_become_findings_with_their_context(kg, mee):
+    """A patient's own words reach the ranker as findings; negation and history come from the sentence, and a cue
+    inside a finding ("lacking", "can't") negates neither it nor what follows."""
+    text = ("There is no blood in my pee, but it burns when I pee. I have been lacking in energy, my neck hurts "
+            "and I can't fall asleep. In the past I had swollen ankles.")
+    ex = mee.extract(text)
+    by_name = {e.concept_name: e for e in ex.entities if e.concept_name}
+    assert by_name["hematuria"].negated
+    for name in ("dysuria", "fatigue", "neck pain", "insomnia"):
+        assert name in by_name, f"{name} not found in {sorted(by_name)}"
+        assert not by_name[name].negated and not by_name[name].historical, name
+    assert by_name["Ankle swelling"].historical
+    findings, negated = ranking_findings(ex)
+    assert {"dysuria", "fatigue", "neck pain", "insomnia"} <= {e.concept_name for e in findings}
+    assert "hematuria" in {e.concept_name for e in negated}
 
 
 def test_single_high_reading_is_not_the_disease(kg):

@@ -100,6 +100,16 @@ def test_gibberish_gets_no_unsupported_answer(rag):
     assert not r["differential"]
 
 
+def test_no_finding_recognised_gives_text_only_differential_escalated(rag):
+    """Words the extractor cannot read as findings still match the reference pages: their diseases are offered,
+    the result says the differential is text-only, and the answer goes to a clinician."""
+    text = "My spirits have been low and I keep crying; nothing I used to enjoy interests me anymore."
+    r = rag.ask(text, audit=False)
+    assert r["differential"], r["answer"]
+    assert r["escalation"]["escalated"]
+    assert any("reference texts alone" in w for w in r["warnings"]), r["warnings"]
+
+
 @pytest.mark.parametrize("bad, msg", [
     ("", "empty"), ("   \n\t ", "empty"), (b"\xff\xfe\x00\x01binary", "binary"), ("a\x00b", "NUL"),
     ("fever " * 4000, "limit is 20,000"), (12345, "must be text")])

@@ -62,7 +62,8 @@ def test_usmle_sentence():
 
 
 @pytest.mark.parametrize("text, key", [
-    ("T 38.0 °C", "fever"), ("T 37.9 °C", None), ("temp 100.4 F", "fever"), ("temp 100.2 F", None),
+    ("T 38.0 °C", "fever"), ("T 37.9 °C", "low-grade fever"), ("temp 100.4 F", "fever"),
+    ("temp 100.2 F", "low-grade fever"), ("T 37.8 °C", "low-grade fever"), ("T 37.7 °C", None),
     ("T 34.5 °C", "hypothermia"), ("T 35.0 °C", None), ("temperature 94 °F", "hypothermia"),
     ("HR 101", "tachycardia"), ("HR 100", None), ("HR 59", "bradycardia"), ("HR 60", None),
     ("RR 21", "tachypnea"), ("RR 20", None), ("RR 12", None),

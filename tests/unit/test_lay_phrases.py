@@ -1,0 +1,89 @@
+"""Findings said in everyday words or clinical shorthand (agents/mee/lay.py): the table is well formed, each form
+reads the phrasings it documents, and unrelated sentences give nothing."""
+from __future__ import annotations
+
+import pytest
+
+from agents.mee.lay import FORMS, expand, find_lay_phrases, load_lay_table
+
+
+def names(text: str) -> list[str]:
+    return [f.name for f in find_lay_phrases(text)]
+
+
+def test_table_rows_are_well_formed(tmp_path):
+    rules = load_lay_table()
+    assert len(rules) > 60
+    assert {r.form for r in rules} == set(FORMS)
+    assert all(r.concept_id.split(":")[0] in ("HP", "SYMP") for r in rules)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("HP:1\tname\tsideways\tx\n")
+    with pytest.raises(ValueError, match="bad.tsv:1"):
+        load_lay_table(bad)
+    broken = tmp_path / "broken.tsv"
+    broken.write_text("# a comment\nHP:1\tname\tphrase\t(unclosed\n")
+    with pytest.raises(ValueError, match="broken.tsv:2: the pattern does not compile"):
+        load_lay_table(broken)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("My neck hurts all day.", "neck pain"),
+    ("I have had pain in my lower back for weeks", "backache"),
+    ("my head aches constantly", "headache"),
+    ("a sore throat since Monday", "throat pain"),
+    ("My stomach is really sore after meals", "abdominal pain"),
+    ("tummy ache", "abdominal pain"),
+    ("The swelling in my legs has gotten worse", "leg swelling"),
+    ("my ankles are swollen in the evening", "Ankle swelling"),
+    ("swollen glands in my neck", "lymphadenopathy"),
+])
+def test_body_part_forms(text, name):
+    assert name in names(text)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("There is blood in my pee", "hematuria"),
+    ("I have dark and tarry stools", "melena"),
+    ("blood in my vomit", "hematemesis"),
+    ("My nose runs and my eyes are watery", "rhinorrhea"),
+    ("My nose runs and my eyes are watery", "Epiphora"),
+    ("I'm exhausted and lacking in energy", "fatigue"),
+    ("I can't fall asleep at night", "insomnia"),
+    ("I've lost my appetite", "loss of appetite"),
+    ("my heart is racing", "palpitation"),
+    ("I get short of breath on the stairs", "dyspnea"),
+    ("it burns when I pee", "dysuria"),
+    ("I pee a lot more often than before", "urinary frequency"),
+    ("always thirsty", "polydipsia"),
+    ("the whites of my eyes have turned yellow", "jaundice"),
+    ("the skin is starting to peel off", "skin peeling"),
+    ("cracked skin on my heels", "Skin fissure"),
+    ("left lower quadrant pain that worsens with defecation", "left lower quadrant abdominal pain"),
+    ("tenderness to palpation in the right upper quadrant", "right upper quadrant abdominal pain"),
+    ("he is too weak to climb stairs or brush his hair", "Proximal muscle weakness"),
+    ("an early diastolic blowing, decrescendo murmur", "Diastolic heart murmur"),
+])
+def test_phrases(text, name):
+    assert name in names(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The patient returned home after the appointment.",
+    "She works at the front desk of a bank.",
+    "He climbed the stairs to the second floor.",
+    "The kidney stone was removed last year and the back office called.",
+])
+def test_unrelated_sentences_give_nothing(text):
+    assert names(text) == []
+
+
+def test_spans_point_into_the_text_and_longest_wins():
+    text = "For a week there has been blood in my pee."
+    [f] = find_lay_phrases(text)
+    assert text[f.start:f.end] == f.text == "blood in my pee"
+    assert not f.measured and not f.negated
+
+
+def test_expand_builds_one_pattern_per_form():
+    assert "hurts" in expand("pain", "neck") and "swollen" in expand("swelling", "legs?")
+    assert expand("phrase", r"\bfoo\b") == r"\bfoo\b"
