@@ -1,7 +1,8 @@
 """Mining disease -> finding edges from the reference texts (MedQuAD) with the project's own entity extractor.
 
-For every MedQuAD answer about a disease's symptoms, causes or tests (question types ``symptoms``, ``causes``,
-``exams and tests``):
+For every MedQuAD answer about a disease's symptoms, causes or tests, or describing it in general (question types
+``symptoms``, ``causes``, ``exams and tests``, ``information``: a MedlinePlus page is all "information", its
+symptoms in one sentence of it):
 
 1. **Which disease.** The page's focus is tied to knowledge-graph diseases by its UMLS CUIs (a CUI that a disease
    lists among its cross-references: ``cui``; a non-DO disease carrying the CUI is replaced by its cross-referenced
@@ -20,9 +21,10 @@ For every MedQuAD answer about a disease's symptoms, causes or tests (question t
    ("if", "when", "whether", "check for", ...) and no risk wording ("risk", "chance", "more likely": a risk
    factor is no finding), no comparison ("similar to", "mimics") and no other disease (one that is not the page's
    disease, an equivalent, an ancestor or a near descendant: "The symptoms of carpal tunnel syndrome include ..."
-   on an amyloidosis page); a list item whose lead-in sentence names another disease is skipped too. On causes and
-   tests pages only sentences that speak of findings count ("symptoms", "signs"; for tests also "shows",
-   "reveals", "indicates", ...): the others name causes, risk factors, procedures and their side effects.
+   on an amyloidosis page); a list item whose lead-in sentence names another disease is skipped too. On causes,
+   tests and general pages only sentences that speak of findings count ("symptoms", "signs"; for tests also
+   "shows", "reveals", "indicates", ...), and the items of a list such a sentence leads into: the others name
+   causes, risk factors, procedures, treatments and their side effects.
    Diseases, drugs, tests and anatomy are not findings; the disease itself (or a concept cross-referenced to it)
    and a few generic words ("symptom", "sign") are skipped.
 4. **One edge per (disease, finding).** Equivalent finding ids (SYMP fever = HP Fever) are one finding: the id the
@@ -50,10 +52,10 @@ from .textutil import is_question, sentences
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-1"
-QUESTION_TYPES = ("symptoms", "causes", "exams and tests")
+MINER_VERSION = "miner-2"
+QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information")
 # which page's sentence an edge cites when several support it
-_QTYPE_RANK = {"symptoms": 0, "exams and tests": 1, "causes": 2}
+_QTYPE_RANK = {"symptoms": 0, "exams and tests": 1, "causes": 2, "information": 3}
 FINDING_CATEGORIES = ("symptom", "phenotype")
 _LINK_RANK = {"cui": 0, "xref": 1, "name": 2}
 
@@ -61,7 +63,7 @@ _LINK_RANK = {"cui": 0, "xref": 1, "name": 2}
 _HPO_TABLE = re.compile(r"The Human Phenotype Ontology provides the following list of signs and symptoms")
 _BULLETS = "-–—*•·▪ \t"
 _CLAUSE_BREAK = re.compile(r"[;:]|\s[–—]\s|,?\s+(?:but|although|though|however|whereas|while|except)\b", re.I)
-_NEGATION = re.compile(r"n't\b|\b(?:no|not|never|without|none|neither|nor|cannot|absent|absence|lacks?|lacking|"
+_NEGATION = re.compile(r"n't\b|\b(?:no|not|never|without|none|neither|nor|cannot|unable|inability|absent|absence|lacks?|lacking|"
                        r"rather than|unlike|instead of|free of|rule[sd]? out|ruling out)\b", re.I)
 _HEDGE = re.compile(r"\b(?:if|when|whenever|whether|unless|unclear|unknown|uncertain|suspect(?:s|ed)?|possibl[ey]|in case|"
                     r"to see if|to find out|to exclude|(?:check|look|screen|test)(?:s|ed|ing)? for)\b", re.I)
@@ -72,6 +74,7 @@ _COMPARISON = re.compile(r"\b(?:similar to|like those of|mimic\w*|resembl\w*|mis
 # procedures and their side effects)
 _SENTENCE_CUES = {
     "causes": re.compile(r"\b(?:symptoms?|signs?)\b", re.I),
+    "information": re.compile(r"\b(?:symptoms?|signs?)\b", re.I),
     "exams and tests": re.compile(r"\b(?:symptoms?|signs?|shows?|showed|shown|reveals?|revealed|finds?|found|"
                                   r"detects?|detected|indicates?|indicated)\b", re.I),
 }
@@ -345,6 +348,7 @@ class Miner:
             cue = _SENTENCE_CUES.get(doc.question_type)
             names = self.names_of(doc, ids)
             lead_other = False           # the sentence that leads into a list names another disease
+            lead_cue = False             # ... speaks of findings ("Symptoms include:"): its items do too
             for a, b, item in self.sentence_spans(text):
                 stats["sentences"] += 1
                 sent = text[a:b]
@@ -353,7 +357,8 @@ class Miner:
                           if e.concept_id and self._cat.get(e.concept_id) == "disease" and e.concept_id not in topic]
                 if not item:
                     lead_other = bool(others)
-                if cue is not None and not cue.search(sent):
+                    lead_cue = cue is not None and bool(cue.search(sent))
+                if cue is not None and not cue.search(sent) and not (item and lead_cue):
                     stats["sentences_without_cue"] += 1
                     continue
                 low = sent.lower()

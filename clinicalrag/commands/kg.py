@@ -29,11 +29,13 @@ def register(subparsers) -> None:
                    help="do not mine MedQuAD for disease -> finding edges when the mined-edges file is missing")
     b.set_defaults(func=_cmd_build)
 
-    m = sub.add_parser("mine", help="mine disease -> finding edges from the MedQuAD answers (symptoms, causes, tests)",
-                       description="Read the MedQuAD answers about symptoms, causes and tests with the entity "
-                                   "extractor and write the affirmed disease -> finding edges, each citing its "
-                                   "sentence (document id and character span). The file is laid over the graph "
-                                   "whenever it loads (see docs/mined-edges.md).")
+    m = sub.add_parser("mine", help="mine disease -> finding edges from the MedQuAD answers (symptoms, causes, "
+                                    "tests, general pages)",
+                       description="Read the MedQuAD answers about symptoms, causes and tests, and the symptom "
+                                   "sentences of general pages, with the entity extractor and write the affirmed "
+                                   "disease -> finding edges, each citing its sentence (document id and character "
+                                   "span). The file is laid over the graph whenever it loads (see "
+                                   "docs/mined-edges.md).")
     common(m)
     m.add_argument("--limit", type=int, help="mine only the first N documents of the chosen question types")
     m.add_argument("--organisations", help="comma-separated MedQuAD collections (e.g. GARD,NHLBI,NIDDK; default all)")

@@ -16,7 +16,9 @@ from knowledge.kg import load_or_build, mined
 PYELONEPHRITIS, UTI, FEVER = "DOID:11400", "DOID:0080784", "SYMP:0000613"
 DOCS = ("NIDDK_0000169-5",    # Pyelonephritis, symptoms: "- fever - vomiting - back, side, and groin pain - chills ..."
         "NIDDK_0000214-7",    # Urinary Tract Infection In Adults: "Normally, UTIs do not cause fever if ..."
-        "NIDDK_0000169-1")    # Pyelonephritis, information: not a question type the miner reads
+        "NIDDK_0000169-1")    # Pyelonephritis, information: one sentence, no symptom in it
+APPENDICITIS_PAGE = "MPlusHealthTopics_0000052-1"   # MedlinePlus "Appendicitis": all one "information" answer
+APPENDICITIS = "DOID:8337"
 NEGATED = "Normally, UTIs do not cause fever if they are in the bladder."
 
 
@@ -58,14 +60,30 @@ def test_a_symptoms_page_listing_fever_gives_a_fever_edge_citing_its_span(result
     assert {"vomiting", "chills", "nausea"} <= found
 
 
-def test_every_span_points_into_its_answer_and_only_selected_question_types_count(result, docs):
-    assert result.stats["documents"] == 2          # the information page is passed over
+def test_every_span_points_into_its_answer_and_only_selected_question_types_count(kg, result, docs):
+    assert result.stats["documents"] == 3
     assert result.edges
     for e in result.edges:
         text = docs[e.doc_id].text
         assert text[e.span[0]:e.span[1]] == e.sentence
         assert text[e.mention[0]:e.mention[1]] == e.surface
-        assert docs[e.doc_id].question_type != "information"
+    narrow = Miner(kg, question_types=("symptoms", "causes", "exams and tests")).mine([docs[i] for i in DOCS])
+    assert narrow.stats["documents"] == 2          # the information page is passed over
+    assert all(docs[e.doc_id].question_type != "information" for e in narrow.edges)
+
+
+def test_a_general_page_counts_only_where_it_speaks_of_symptoms(miner):
+    """A MedlinePlus page is one "information" answer: its symptom sentence and the list it leads into give edges;
+    its sentences on anatomy and causes give none, and "inability to pass gas" is no flatulence."""
+    [page] = [d for d in iter_documents(organisations=["MPlusHealthTopics"]) if d.doc_id == APPENDICITIS_PAGE]
+    res = miner.mine([page])
+    found = {e.finding_name.lower(): e for e in res.edges if e.disease == APPENDICITIS}
+    assert {"abdominal pain", "loss of appetite", "fever"} <= set(found), sorted(found)
+    assert "symptom" in found["abdominal pain"].sentence.lower()
+    assert found["fever"].sentence.strip(" -") == "Low fever"          # a list item led in by "Other symptoms ..."
+    assert "flatulence" not in found
+    assert all(e.question_type == "information" for e in res.edges)
+    assert res.stats.get("sentences_without_cue", 0) > 0
 
 
 def test_a_negated_mention_gives_no_edge(miner, docs):
