@@ -244,6 +244,9 @@ class HKI:
         warnings: list[str] = []
         qterms = terms(presentation + " " + " ".join(expansions or []))
         cfg = self.config
+        stale = getattr(self.index, "stale", None)
+        if callable(stale) and (reason := stale()):
+            warnings.append(reason)
 
         def add(ev: Evidence | None, must_keep: bool = False) -> str | None:
             if ev is None:

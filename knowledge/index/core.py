@@ -86,6 +86,22 @@ class KnowledgeIndex:
                 "build_seconds": m.get("build_seconds"), "versions": m["versions"], "config": m["config"],
                 "size_bytes": _dir_size(self.root)}
 
+    def stale(self) -> str | None:
+        """Why the built index no longer matches the knowledge graph it is used with (the graph's facts, e.g. newly
+        mined edges, changed since the build), or None. Only checked when the index was given its graph."""
+        if self._kg is None or not self.exists():
+            return None
+        now = str(getattr(self._kg, "version", ""))
+        m = getattr(self, "_manifest", None) or self.manifest()
+        key = (now, m.get("built_at"))
+        if getattr(self, "_stale_key", None) != key:
+            built = (m.get("versions") or {}).get("kg")
+            self._stale_key, self._stale_reason = key, None
+            if built and now and built != now:
+                self._stale_reason = (f"the retrieval index was built over knowledge graph {built}, but the graph "
+                                      f"is now {now}: run `clinicalrag index build`")
+        return self._stale_reason
+
     def compute_versions(self, sources: Sequence[str]) -> dict[str, Any]:
         v: dict[str, Any] = {"format": INDEX_FORMAT, "model": self.embedder.name, "config": self.config.to_dict(),
                              "sources": sorted(sources)}
@@ -144,6 +160,9 @@ class KnowledgeIndex:
             self._name_norm = {s: {_norm_key(k): k for k in keys} for s, keys in self._entities.items()}
             if self._embedder is not None and self._embedder.name != m["model"]:
                 raise RuntimeError(f"index was built with {m['model']}, but the embedder is {self._embedder.name}")
+            reason = self.stale()
+            if reason:
+                log.warning(reason)
             self._loaded = True
             return self
 

@@ -277,3 +277,19 @@ def test_killed_build_keeps_previous_index_and_resumes(index, tmp_path):
     assert resumed.manifest()["version"] != before
     assert not [p for p in root.parent.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
     assert resumed.open().search("asthma symptoms", k=3)
+
+
+def test_stale_index_is_reported_when_the_graph_changed(index, tmp_path):
+    """An index built over an earlier version of the graph (before new edges were mined, say) says so when opened
+    with the current graph, and how to fix it; with the graph it was built over it is not stale."""
+    assert index.stale() is None
+    root = tmp_path / "index"
+    shutil.copytree(index.root, root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["versions"]["kg"] = "0000000000000000+mearlier"        # as written by a build over an older graph
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    old = KnowledgeIndex(root=root, config=subset.config(), kg=subset.kg())
+    reason = old.stale()
+    assert reason and "0000000000000000+mearlier" in reason and str(subset.kg().version) in reason
+    assert "clinicalrag index build" in reason
+    assert old.open().search("asthma", k=1)                            # still usable, only reported
