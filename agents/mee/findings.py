@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,37 @@ def resolve_overlaps(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(kept, key=lambda f: (f.start, f.end))
 
 
+@dataclass(frozen=True)
+class PhraseRule:
+    """One row of a phrase table (test results in words, everyday wording): the finding's concept id and its name
+    in the knowledge graph, how the pattern is read (``form``) and the pattern."""
+
+    concept_id: str
+    name: str
+    form: str
+    pattern: str
+
+
+def read_phrase_table(path: Path | str, forms: tuple[str, ...]) -> list[PhraseRule]:
+    """The rows of a phrase table (tab-separated: concept id, name, form, pattern; ``#`` starts a comment); a row
+    with another number of columns, a form not in ``forms`` or a pattern that does not compile is an error naming
+    its line."""
+    rules = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split("\t")]
+        if len(parts) != 4 or parts[2] not in forms:
+            raise ValueError(f"{path}:{n}: expected 'concept id<TAB>name<TAB>form<TAB>pattern' with form "
+                             f"{', '.join(forms[:-1])} or {forms[-1]}")
+        try:
+            re.compile(parts[3])
+        except re.error as exc:
+            raise ValueError(f"{path}:{n}: the pattern does not compile: {exc}") from exc
+        rules.append(PhraseRule(*parts))
+    return rules
+
+
 def mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
     """``text`` with the given character spans blanked out (offsets unchanged), so that e.g. "temp 101 F" is not
     read as a 101-year-old woman."""
@@ -158,9 +190,11 @@ __all__ = [
     "FINDING_CONCEPTS",
     "Finding",
     "FindingConcept",
+    "PhraseRule",
     "Reading",
     "finding",
     "mask",
     "parse_number",
+    "read_phrase_table",
     "resolve_overlaps",
 ]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .findings import Finding, Reading, finding, parse_number, resolve_overlaps
+from .findings import Finding, PhraseRule, Reading, finding, parse_number, read_phrase_table, resolve_overlaps
 
 _I = re.IGNORECASE
 PHRASE_TABLE = Path(__file__).with_name("lab_phrases.tsv")
@@ -241,28 +241,12 @@ _VERB = r"(?:\s+(?:is|are|was|were|came\s+back|returned|has\s+been|have\s+been|r
 _NOT_A_RESULT = r"(?!\s+(?:diet|intake|supplements?|foods?|drinks?|replacement|infusion))"
 
 
-@dataclass(frozen=True)
-class PhraseRule:
-    """One row of the phrase table."""
-
-    concept_id: str
-    name: str
-    form: str
-    pattern: str
+LAB_FORMS = ("high", "low", "positive", "prolonged", "phrase")
 
 
 def load_phrase_table(path: Path | str = PHRASE_TABLE) -> list[PhraseRule]:
-    """The rows of a phrase table (tab-separated: concept id, name, form, pattern; ``#`` starts a comment)."""
-    rules = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) != 4 or parts[2] not in ("high", "low", "positive", "prolonged", "phrase"):
-            raise ValueError(f"{path}:{n}: expected 'concept id<TAB>name<TAB>form<TAB>pattern' with form high, "
-                             f"low, positive, prolonged or phrase")
-        rules.append(PhraseRule(*(p.strip() for p in parts)))
-    return rules
+    """The rows of the test-result phrase table (see :func:`.findings.read_phrase_table`)."""
+    return read_phrase_table(path, LAB_FORMS)
 
 
 @lru_cache(maxsize=4)

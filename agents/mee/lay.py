@@ -22,11 +22,10 @@ under the name given.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .findings import Finding, resolve_overlaps
+from .findings import Finding, PhraseRule, read_phrase_table, resolve_overlaps
 
 LAY_TABLE = Path(__file__).with_name("lay_phrases.tsv")
 FORMS = ("phrase", "pain", "swelling")
@@ -38,33 +37,9 @@ _ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+
 _BE = r"(?:is|are|was|were|feels?|felt|has\s+been|have\s+been|gets?|got|became|become|looks?|seems?|seem)"
 
 
-@dataclass(frozen=True)
-class LayRule:
-    """One row of the lay phrase table."""
-
-    concept_id: str
-    name: str
-    form: str
-    pattern: str
-
-
-def load_lay_table(path: Path | str = LAY_TABLE) -> list[LayRule]:
-    """The rows of a lay phrase table; a malformed row is an error naming its line."""
-    rules = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) != 4 or parts[2].strip() not in FORMS:
-            raise ValueError(f"{path}:{n}: expected 'concept id<TAB>name<TAB>form<TAB>pattern' with form "
-                             f"{', '.join(FORMS)}")
-        rule = LayRule(*(p.strip() for p in parts))
-        try:
-            re.compile(rule.pattern)
-        except re.error as exc:
-            raise ValueError(f"{path}:{n}: the pattern does not compile: {exc}") from exc
-        rules.append(rule)
-    return rules
+def load_lay_table(path: Path | str = LAY_TABLE) -> list[PhraseRule]:
+    """The rows of a lay phrase table (see :func:`.findings.read_phrase_table`)."""
+    return read_phrase_table(path, FORMS)
 
 
 def expand(form: str, part: str) -> str:
@@ -90,7 +65,7 @@ def expand(form: str, part: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _compiled(path: str) -> list[tuple[LayRule, re.Pattern]]:
+def _compiled(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
     return [(rule, re.compile(expand(rule.form, rule.pattern), _I)) for rule in load_lay_table(path)]
 
 
@@ -107,4 +82,4 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
     return resolve_overlaps(found)
 
 
-__all__ = ["FORMS", "LAY_TABLE", "LayRule", "expand", "find_lay_phrases", "load_lay_table"]
+__all__ = ["FORMS", "LAY_TABLE", "expand", "find_lay_phrases", "load_lay_table"]
