@@ -49,7 +49,7 @@ def expand(form: str, part: str) -> str:
         return "|".join((
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting|killing\s+me))\b",
-            rf"\b(?:pains?|aches?|aching|discomfort|soreness|tenderness)\s+(?:in|on|around|at)\s+{_OWNER}{_SIDE}{p}\b",
+            rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at)\s+{_OWNER}{_SIDE}{p}\b",
             rf"\b(?:sore|painful|aching|achy|throbbing)\s+{_SIDE}{p}\b",
             rf"\b{p}\s?(?:aches?|pains?)\b",
         ))
@@ -57,7 +57,7 @@ def expand(form: str, part: str) -> str:
         return "|".join((
             rf"\b(?:swelling|swollenness|puffiness|oedema|edema)\s+(?:in|of|on|around)\s+{_OWNER}{_SIDE}{p}\b",
             rf"\b(?:swollen|puffy|bulging)\s+{_SIDE}{p}\b",
-            rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|"
+            rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|(?:ha(?:ve|s|d)\s+)?swollen|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:swollen|puffy|bulging))\b",
             rf"\b{p}\s+swelling\b",
         ))

@@ -87,3 +87,16 @@ def test_spans_point_into_the_text_and_longest_wins():
 def test_expand_builds_one_pattern_per_form():
     assert "hurts" in expand("pain", "neck") and "swollen" in expand("swelling", "legs?")
     assert expand("phrase", r"\bfoo\b") == r"\bfoo\b"
+
+
+@pytest.mark.parametrize("text, name", [
+    ("I have been scratching myself nonstop", "Pruritus"),
+    ("my joints have swollen", "Joint swelling"),
+    ("stiffness in my neck", "Stiff neck"),
+    ("I feel very light headed", "dizziness"),
+    ("a decrease in my sex drive", "Decreased libido"),
+    ("I can't control my urges to pee", "urinary urgency"),
+    ("My nails are slightly dented", "Nail pits"),
+])
+def test_more_everyday_wording(text, name):
+    assert name in names(text)
