@@ -293,3 +293,18 @@ def test_stale_index_is_reported_when_the_graph_changed(index, tmp_path):
     assert reason and "0000000000000000+mearlier" in reason and str(subset.kg().version) in reason
     assert "clinicalrag index build" in reason
     assert old.open().search("asthma", k=1)                            # still usable, only reported
+
+
+def test_a_text_gets_the_same_vector_whatever_it_is_embedded_with(index):
+    """Documents are embedded one per run: in a batch, int8 activation scales would make a text's vector depend on
+    its neighbours (and an incremental build would disagree with a fresh one)."""
+    emb = index.embedder
+    texts = ["Asthma causes wheezing and shortness of breath.",
+             "A heart attack happens when blood flow to the heart is blocked for a long time, and part of the heart "
+             "muscle is damaged or starts to die.", "Fever.", "Influenza is a contagious respiratory illness."]
+    together = emb.embed(texts, max_tokens=48)
+    # (one or two threads may run a text, which can move the last float bit; batching moved components by 0.02)
+    for i, t in enumerate(texts):
+        assert np.allclose(emb.embed([t], max_tokens=48)[0], together[i], atol=1e-5)
+    assert np.allclose(emb.embed(texts[::-1], max_tokens=48)[::-1], together, atol=1e-5)
+    assert emb.name.endswith("-solo")
