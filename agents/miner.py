@@ -101,6 +101,22 @@ class _Found:
     docs: set[str] = field(default_factory=set)
 
 
+def miner_version() -> str:
+    """The miner's version with a fingerprint of what its extractor reads by (the lexicon version, the test-result
+    and everyday-words phrase tables): editing a phrase table changes what is mined, so `clinicalrag kg build` mines
+    again."""
+    import hashlib  # noqa: PLC0415
+
+    from .mee.labs import PHRASE_TABLE  # noqa: PLC0415
+    from .mee.lay import LAY_TABLE  # noqa: PLC0415
+    from .mee.lexicon import LEXICON_VERSION  # noqa: PLC0415
+
+    h = hashlib.sha256(f"lexicon-{LEXICON_VERSION}".encode())
+    for table in (PHRASE_TABLE, LAY_TABLE):
+        h.update(table.read_bytes())
+    return f"{MINER_VERSION}+x{h.hexdigest()[:8]}"
+
+
 @dataclass
 class MineResult:
     edges: list[mined_format.MinedEdge]
@@ -108,8 +124,8 @@ class MineResult:
 
     def header(self, kg_version: str) -> dict[str, Any]:
         """The header keys of the mined-edges file for these edges."""
-        return {"kg_version": kg_version, "miner": MINER_VERSION, **{k: v for k, v in self.stats.items()
-                                                                      if k not in ("rejected",)},
+        return {"kg_version": kg_version, "miner": miner_version(), **{k: v for k, v in self.stats.items()
+                                                                        if k not in ("rejected",)},
                 "rejected": dict(sorted(self.stats.get("rejected", {}).items()))}
 
 
@@ -525,4 +541,4 @@ def report(kg: Any, edges: Sequence[mined_format.MinedEdge], prior: Any = None, 
     }
 
 
-__all__ = ["MINER_VERSION", "QUESTION_TYPES", "Miner", "MineResult", "mine_medquad", "common_diseases", "report"]
+__all__ = ["MINER_VERSION", "QUESTION_TYPES", "miner_version", "Miner", "MineResult", "mine_medquad", "common_diseases", "report"]

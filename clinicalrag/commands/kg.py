@@ -89,8 +89,8 @@ def _load(args, rebuild: bool = False, progress: bool = False, mined: bool | Non
 
 def mined_file_state(kg) -> tuple[object, str]:
     """(path, state) of the default mined-edges file of a built graph: "missing", "stale" (mined by another miner
-    version or for another graph) or "current"."""
-    from agents.miner import MINER_VERSION
+    version, another extractor vocabulary or phrase table, or for another graph) or "current"."""
+    from agents.miner import miner_version
     from knowledge.kg import mined
 
     path = mined.default_path(kg.base_version)
@@ -100,7 +100,7 @@ def mined_file_state(kg) -> tuple[object, str]:
         header = mined.read(path).header
     except (OSError, ValueError):
         return path, "stale"
-    ok = header.get("miner") == MINER_VERSION and header.get("kg_version") == kg.base_version
+    ok = header.get("miner") == miner_version() and header.get("kg_version") == kg.base_version
     return path, "current" if ok else "stale"
 
 

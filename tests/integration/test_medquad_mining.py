@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agents.miner import Miner, report
+from agents.miner import MINER_VERSION, Miner, miner_version, report
 from clinicalrag.cli import main
 from knowledge.corpus import iter_documents
 from knowledge.kg import load_or_build, mined
@@ -105,7 +105,7 @@ def test_the_cli_writes_a_valid_file_that_loads_over_the_graph(kg, tmp_path, cap
                  "--report", "--sample", "5"]) == 0
     summary = json.loads(capsys.readouterr().out)
     m = mined.read(out)
-    assert m.header["kg_version"] == kg.version and m.header["miner"]
+    assert m.header["kg_version"] == kg.version and m.header["miner"] == miner_version()
     assert summary["mining"]["edges"] == len(m.edges) > 0
     assert summary["mining"]["documents"] == 25
     assert all(e.organisation == "NHLBI" for e in m.edges)
@@ -134,3 +134,16 @@ def test_report_counts_common_diseases_with_the_prior(kg, result):
     top = {t["disease"]: t for t in rep["top_diseases"]}
     if UTI in top:
         assert top[UTI]["common"]
+
+
+def test_the_miner_version_follows_the_phrase_tables(tmp_path, monkeypatch):
+    """Editing a phrase table changes what the extractor mines, so the recorded miner version changes and `kg
+    build` mines again (a file from before is "stale")."""
+    from agents.mee import lay
+
+    before = miner_version()
+    assert before.startswith(MINER_VERSION + "+x")
+    table = tmp_path / "lay.tsv"
+    table.write_text(lay.LAY_TABLE.read_text() + "SYMP:0000613\tfever\tphrase\t\\bburning\\s+hot\\b\n")
+    monkeypatch.setattr(lay, "LAY_TABLE", table)
+    assert miner_version() != before
