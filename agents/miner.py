@@ -36,6 +36,7 @@ when it loads.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
@@ -63,8 +64,8 @@ _LINK_RANK = {"cui": 0, "xref": 1, "name": 2}
 _HPO_TABLE = re.compile(r"The Human Phenotype Ontology provides the following list of signs and symptoms")
 _BULLETS = "-–—*•·▪ \t"
 _CLAUSE_BREAK = re.compile(r"[;:]|\s[–—]\s|,?\s+(?:but|although|though|however|whereas|while|except)\b", re.I)
-_NEGATION = re.compile(r"n't\b|\b(?:no|not|never|without|none|neither|nor|cannot|unable|inability|absent|absence|lacks?|lacking|"
-                       r"rather than|unlike|instead of|free of|rule[sd]? out|ruling out)\b", re.I)
+_NEGATION = re.compile(r"n't\b|\b(?:no|not|never|without|none|neither|nor|cannot|unable|inability|absent|absence|"
+                       r"lacks?|lacking|rather than|unlike|instead of|free of|rule[sd]? out|ruling out)\b", re.I)
 _HEDGE = re.compile(r"\b(?:if|when|whenever|whether|unless|unclear|unknown|uncertain|suspect(?:s|ed)?|possibl[ey]|in case|"
                     r"to see if|to find out|to exclude|(?:check|look|screen|test)(?:s|ed|ing)? for)\b", re.I)
 _RISK = re.compile(r"\b(?:risks?|chances?|more likely|likelihood|predispos\w*)\b", re.I)
@@ -72,9 +73,10 @@ _RISK = re.compile(r"\b(?:risks?|chances?|more likely|likelihood|predispos\w*)\b
 _COMPARISON = re.compile(r"\b(?:similar to|like those of|mimic\w*|resembl\w*|mistaken for|confused with)\b", re.I)
 # a causes or tests page speaks of findings only in sentences that say so (the rest are causes, risk factors, test
 # procedures and their side effects)
+_SPEAKS_OF_FINDINGS = re.compile(r"\b(?:symptoms?|signs?)\b", re.I)
 _SENTENCE_CUES = {
-    "causes": re.compile(r"\b(?:symptoms?|signs?)\b", re.I),
-    "information": re.compile(r"\b(?:symptoms?|signs?)\b", re.I),
+    "causes": _SPEAKS_OF_FINDINGS,
+    "information": _SPEAKS_OF_FINDINGS,
     "exams and tests": re.compile(r"\b(?:symptoms?|signs?|shows?|showed|shown|reveals?|revealed|finds?|found|"
                                   r"detects?|detected|indicates?|indicated)\b", re.I),
 }
@@ -105,8 +107,6 @@ def miner_version() -> str:
     """The miner's version with a fingerprint of what its extractor reads by (the lexicon version, the test-result
     and everyday-words phrase tables): editing a phrase table changes what is mined, so `clinicalrag kg build` mines
     again."""
-    import hashlib  # noqa: PLC0415
-
     from .mee.labs import PHRASE_TABLE  # noqa: PLC0415
     from .mee.lay import LAY_TABLE  # noqa: PLC0415
     from .mee.lexicon import LEXICON_VERSION  # noqa: PLC0415
@@ -541,4 +541,5 @@ def report(kg: Any, edges: Sequence[mined_format.MinedEdge], prior: Any = None, 
     }
 
 
-__all__ = ["MINER_VERSION", "QUESTION_TYPES", "miner_version", "Miner", "MineResult", "mine_medquad", "common_diseases", "report"]
+__all__ = ["MINER_VERSION", "QUESTION_TYPES", "miner_version", "Miner", "MineResult", "mine_medquad",
+           "common_diseases", "report"]

@@ -49,7 +49,8 @@ def expand(form: str, part: str) -> str:
         return "|".join((
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting|killing\s+me))\b",
-            rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at)\s+{_OWNER}{_SIDE}{p}\b",
+            rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at)\s+"
+            rf"{_OWNER}{_SIDE}{p}\b",
             rf"\b(?:sore|painful|aching|achy|throbbing)\s+{_SIDE}{p}\b",
             rf"\b{p}\s?(?:aches?|pains?)\b",
         ))

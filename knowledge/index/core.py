@@ -41,6 +41,9 @@ class KnowledgeIndex:
         self._cache = cache
         self._lock = threading.RLock()
         self._loaded = False
+        self._manifest: dict[str, Any] | None = None
+        self._stale_key: tuple | None = None       # (graph version, index build time) stale() last looked at
+        self._stale_reason: str | None = None
         self.last_build: dict[str, Any] = {}
 
     # -- shared resources -------------------------------------------------------------------------
@@ -92,9 +95,9 @@ class KnowledgeIndex:
         if self._kg is None or not self.exists():
             return None
         now = str(getattr(self._kg, "version", ""))
-        m = getattr(self, "_manifest", None) or self.manifest()
+        m = self._manifest or self.manifest()
         key = (now, m.get("built_at"))
-        if getattr(self, "_stale_key", None) != key:
+        if self._stale_key != key:
             built = (m.get("versions") or {}).get("kg")
             self._stale_key, self._stale_reason = key, None
             if built and now and built != now:
