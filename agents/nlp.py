@@ -100,6 +100,14 @@ EXTRA_CONTEXT_RULES: list[tuple[str, str]] = [
     ("if", "HYPOTHETICAL"),
 ]
 
+# Phrases saying a complaint persists; they hold a negation word but deny nothing.
+PERSISTENCE_PHRASES: tuple[str, ...] = (
+    "won't go away", "will not go away", "wont go away", "doesn't go away", "does not go away",
+    "not going away", "won't stop", "will not stop", "doesn't stop", "does not stop", "can't get rid of",
+    "cannot get rid of", "can't seem to get rid of", "can't shake", "won't settle", "doesn't get better",
+    "does not get better", "not getting better", "won't quit", "no matter what",
+)
+
 # Section headers frequent in short clinical presentations (added to medspaCy's default section rules, which
 # already hold "History:", "Past medical history:", "PMH:", "Family history:", "Social history:", ...). Past-history
 # sections flag their entities as historical (agents.mee.sections bounds how far a header reaches).
@@ -190,6 +198,8 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
             {"LOWER": {"IN": ["history", "hx"]}}, {"LOWER": "of"}, {"LOWER": {"IN": ["present", "presenting"]}},
             {"LOWER": "illness"}]),
     ])
+    # "a cough that won't go away", "a rash I can't get rid of": a complaint that persists, not a denial
+    context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO") for lit in PERSISTENCE_PHRASES])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
     _headers_need_colon_or_line_start(sectionizer)

@@ -70,6 +70,18 @@ def test_everyday_words_become_findings_with_their_context(kg, mee):
     assert "hematuria" in {e.concept_name for e in negated}
 
 
+def test_a_complaint_that_persists_is_not_denied(mee):
+    """"won't go away" holds a negation word but denies nothing: the findings after it stay positive, while a real
+    denial in the same text still negates."""
+    ex = mee.extract("I have back pain, a cough that won't go away, and weakness in my extremities. "
+                     "I have a rash that doesn't go away. No fever.")
+    by_name = {e.concept_name: e for e in ex.entities if e.concept_name}
+    for name in ("backache", "cough", "limb weakness", "rash"):
+        assert name in by_name, f"{name} not found in {sorted(by_name)}"
+        assert not by_name[name].negated, name
+    assert by_name["fever"].negated
+
+
 def test_single_high_reading_is_not_the_disease(kg):
     """The blood-pressure finding reaches the diseases annotated with hypertension (as a narrower term) without
     being the same concept as the disease hypertension."""

@@ -202,6 +202,9 @@ def test_usmle_lab_table():
     ("Serum complement levels are decreased.", "HP:0004431", False, "Serum complement levels are decreased"),
     ("low C3 and C4", "HP:0005421", False, "low C3"),
     ("urine protein is positive", "SYMP:0000367", False, "urine protein is positive"),
+    ("the urine dip showed blood", "SYMP:0000040", False, "urine dip showed blood"),
+    ("Urinalysis shows leukocytes", "HP:0012085", False, "Urinalysis shows leukocytes"),
+    ("nitrites are negative", "HP:0031812", True, "nitrites are negative"),
 ])
 def test_results_in_words(text, concept, negated, span):
     [f] = find_lab_phrases(text)
