@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knowledge.kg.mined import SOURCE as MINED_SOURCE   # edges read from a MedQuAD sentence
+from knowledge.kg.vocab import ncit_url
 
 from .ranker import demographic_factor, ranking_findings
 from .textutil import terms
@@ -77,6 +78,9 @@ class HKIConfig:
     # half of Symptom2Disease, off-topic questions ("What is the capital of France?", "Tell me a joke about cats")
     # 3-4, gibberish nothing.
     text_only_min_page_score: float = 5.0
+    # Word search cannot read "no fever": blank the denied findings out of the presentation before the chunk and
+    # page searches (the KG ranking reads them as denied findings).
+    mask_denied_in_text: bool = True
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
     concept_scale: float = 0.95        # a candidate's concept card, relative to its triples
@@ -142,8 +146,17 @@ def mined_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
         id=f"G:{t.id}", role="G", kind="triple", text=cit.get("sentence", ""), score=round(float(score), 4),
         query=query, title=f"{focus} ({section})" if section else focus, url=cit.get("url") or None,
         organisation=org or None, license=getattr(t, "license", None) or "CC-BY-4.0",
-        source=f"MedQuAD/{org}" if org else "MedQuAD", doc_id=cit.get("doc_id"), span=span,
-        concept_ids=[t.subject, t.object], meta=meta)
+        source=_mined_source(cit), doc_id=cit.get("doc_id"), span=span, concept_ids=[t.subject, t.object],
+        meta=meta)
+
+
+def _mined_source(citation: dict) -> str:
+    """Where a mined edge's sentence comes from: a MedQuAD page ("MedQuAD/NIDDK") or a disease's NCI Thesaurus
+    definition (question type "definition")."""
+    org = citation.get("organisation") or ""
+    if citation.get("question_type") == "definition":
+        return org or "NCI Thesaurus"
+    return f"MedQuAD/{org}" if org else "MedQuAD"
 
 
 def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence | None:
@@ -151,7 +164,13 @@ def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence
     from .knl import prose_definition
 
     if not getattr(c, "definition", None):
-        return None
+        ncit = next((d for d in getattr(c, "definitions", None) or () if d.get("text") and d.get("id")), None)
+        if ncit is None:
+            return None
+        return Evidence(id=f"G:{c.id}#{ncit['id']}", role="G", kind="concept", text=ncit["text"],
+                        score=round(score, 4), query=query, title=c.name, source="NCI Thesaurus",
+                        license="CC-BY-4.0", url=ncit_url(ncit["id"]), doc_id=ncit["id"], concept_ids=[c.id],
+                        meta={"category": c.category, "focus": c.name, "evidence_type": "definition"})
     srcs = getattr(c, "sources", []) or []
     return Evidence(id=f"G:{c.id}#definition", role="G", kind="concept", text=prose_definition(c.definition),
                     score=round(score, 4), query=query, title=c.name, source=_source_name(srcs[0] if srcs else "kg"),
@@ -181,7 +200,9 @@ def chunk_evidence(hit: Any, score: float, query: str | None = None) -> Evidence
         id=f"{role}:{cid}", role=role, kind="chunk" if role in ("B", "O") else "concept",
         text=text if role in ("B", "O") else prose_definition(text), score=round(float(score), 4), query=query,
         title=md.get("title") or md.get("focus"), url=md.get("url"), organisation=org,
-        license=md.get("license"), source=f"MedQuAD/{org}" if org and role in ("B", "O") else _source_name("kg"),
+        license=md.get("license"),
+        source=(f"MedQuAD/{org}" if org and role in ("B", "O") else
+                org if org and md.get("evidence_type") == "definition" else _source_name("kg")),
         doc_id=md.get("doc_id"), span=span,
         concept_ids=[x for x in [md.get("concept_id")] if x],
         meta={"focus": md.get("focus", ""), "section": md.get("section"), "question": md.get("question"),
@@ -276,7 +297,8 @@ class HKI:
                 coverage[ent.text] = [i for i in ids if i]
         # 2. chunk-level hybrid search with the whole presentation (+ corrective expansions), per source so each
         #    source contributes its own top-k (Eq. 3), and disease mentions in the hits for candidate fusion
-        queries = [presentation] + list(expansions or [])
+        text_query = self._text_query(presentation, extraction)
+        queries = [text_query] + list(expansions or [])
         text_votes: dict[str, tuple[float, str]] = {}   # disease id -> (best relevance, evidence id)
         if p.chunk_k > 0:
             for qi, q in enumerate(queries):
@@ -322,7 +344,7 @@ class HKI:
         page_top = 0.0
         page_weight = p.page_weight
         if self.pages is not None and p.use_pages and page_weight > 0 and {"B", "O"} & set(p.sources):
-            page_hits = self.pages.rank(presentation, k=self.config.page_k)
+            page_hits = self.pages.rank(text_query, k=self.config.page_k)
             page_rank = {h["concept_id"]: h["rank"] for h in page_hits}
             page_top = page_hits[0]["score"] if page_hits else 0.0
         text_only = (not positives and p.use_entities and not proposals
@@ -394,6 +416,18 @@ class HKI:
                          warnings=warnings)
 
     # ---- helpers -------------------------------------------------------------------------------------------
+    def _text_query(self, presentation: str, extraction: Extraction | None) -> str:
+        """The presentation as the word searches see it: with ``mask_denied_in_text``, the denied findings'
+        words blanked out ("No fever, no loin pain" must not find fever pages)."""
+        if not self.config.mask_denied_in_text or extraction is None:
+            return presentation
+        spans = [(e.start, e.end) for e in extraction.negated() if e.start is not None and e.start >= 0]
+        if not spans:
+            return presentation
+        from .mee.findings import mask  # noqa: PLC0415
+
+        return mask(presentation, spans)
+
     def _disease_of(self, focus: str) -> str | None:
         """The KG disease a reference document is about (its focus), if the name resolves."""
         if not focus:

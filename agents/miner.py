@@ -47,16 +47,19 @@ from typing import Any
 
 from knowledge.kg import mined as mined_format
 from knowledge.kg.normalize import normalise
+from knowledge.kg.vocab import ncit_url
 
 from .textutil import is_question, sentences
 
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-2"
-QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information")
+MINER_VERSION = "miner-3"
+# "definition": the NCI Thesaurus definitions the knowledge graph keeps for its diseases (read as short documents)
+QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
-_QTYPE_RANK = {"symptoms": 0, "exams and tests": 1, "causes": 2, "information": 3}
+_QTYPE_RANK = {"symptoms": 0, "exams and tests": 1, "causes": 2, "information": 3, "definition": 4}
+DEFINITION_ORGANISATION = "NCI Thesaurus"
 FINDING_CATEGORIES = ("symptom", "phenotype")
 _LINK_RANK = {"cui": 0, "xref": 1, "name": 2}
 
@@ -77,6 +80,9 @@ _SPEAKS_OF_FINDINGS = re.compile(r"\b(?:symptoms?|signs?)\b", re.I)
 _SENTENCE_CUES = {
     "causes": _SPEAKS_OF_FINDINGS,
     "information": _SPEAKS_OF_FINDINGS,
+    # a definition says what a disease is (cells, genes, histology) and, in some sentences, how it presents
+    "definition": re.compile(r"\b(?:symptoms?|signs?|present(?:s|ing)?\s+(?:with|as)|manifest\w*|"
+                             r"characteri[sz]ed\s+by|clinical\s+features?)\b", re.I),
     "exams and tests": re.compile(r"\b(?:symptoms?|signs?|shows?|showed|shown|reveals?|revealed|finds?|found|"
                                   r"detects?|detected|indicates?|indicated)\b", re.I),
 }
@@ -104,14 +110,16 @@ class _Found:
 
 
 def miner_version() -> str:
-    """The miner's version with a fingerprint of what its extractor reads by (the lexicon version, the test-result
-    and everyday-words phrase tables): editing a phrase table changes what is mined, so `clinicalrag kg build` mines
-    again."""
+    """The miner's version with a fingerprint of what its extractor reads by (the lexicon version, the context cues,
+    the test-result and everyday-words phrase tables): editing a phrase table or a cue changes what is mined, so
+    `clinicalrag kg build` mines again."""
     from .mee.labs import PHRASE_TABLE  # noqa: PLC0415
     from .mee.lay import LAY_TABLE  # noqa: PLC0415
     from .mee.lexicon import LEXICON_VERSION  # noqa: PLC0415
+    from .nlp import EXTRA_CONTEXT_RULES, PERSISTENCE_PHRASES  # noqa: PLC0415
 
     h = hashlib.sha256(f"lexicon-{LEXICON_VERSION}".encode())
+    h.update(repr((EXTRA_CONTEXT_RULES, PERSISTENCE_PHRASES)).encode())
     for table in (PHRASE_TABLE, LAY_TABLE):
         h.update(table.read_bytes())
     return f"{MINER_VERSION}+x{h.hexdigest()[:8]}"
@@ -173,7 +181,10 @@ class Miner:
 
     def link(self, doc: Any) -> list[tuple[str, str]]:
         """``[(disease id, how)]`` for a document's focus (``how``: "cui", "xref" or "name"); [] when its focus
-        names no disease of the graph."""
+        names no disease of the graph. A definition document names its disease itself (``disease_id``)."""
+        own = getattr(doc, "disease_id", None)
+        if own:
+            return [(own, "xref")] if own in self._cat and self.descendants(own) <= MAX_DESCENDANTS else []
         cuis = tuple(dict.fromkeys(c.upper() for c in (doc.focus_cui, *(doc.cuis or ())) if c))
         key = (cuis, doc.focus)
         hit = self._links.get(key)
@@ -467,15 +478,53 @@ def _clause(sentence: str, start: int, end: int) -> tuple[int, int]:
     return a, b
 
 
+@dataclass(frozen=True)
+class DefinitionDocument:
+    """A disease's NCI Thesaurus definition, read by the miner like a reference page (question type
+    "definition"); its id and URL are the NCIt concept's, so an edge mined from it cites the definition."""
+
+    doc_id: str
+    disease_id: str
+    focus: str
+    text: str
+    url: str
+    question_type: str = "definition"
+    organisation: str = DEFINITION_ORGANISATION
+    focus_cui: str | None = None
+    cuis: tuple[str, ...] = ()
+    synonyms: tuple[str, ...] = ()
+
+
+def definition_documents(kg: Any) -> list[DefinitionDocument]:
+    """One document per (disease, NCIt definition) the graph keeps (``Concept.definitions``), in id order."""
+    out = []
+    for n, a in sorted(kg.graph.nodes(data=True)):
+        if a.get("category") != "disease":
+            continue
+        for d in a.get("definitions") or ():
+            text, did = (d.get("text") or "").strip(), d.get("id") or ""
+            if not text or d.get("source") != "ncit":
+                continue
+            out.append(DefinitionDocument(doc_id=did, disease_id=n, focus=a.get("name") or n, text=text,
+                                          url=ncit_url(did)))
+    return out
+
+
 def mine_medquad(kg: Any, mee: Any = None, organisations: Iterable[str] | None = None,
                  question_types: Sequence[str] = QUESTION_TYPES, limit: int | None = None,
                  progress: Callable[[int, int], None] | None = None, path: Any = None) -> MineResult:
-    """Mine the MedQuAD release (``knowledge.corpus.iter_documents``; ``path``: another tarball) against ``kg``."""
+    """Mine the MedQuAD release (``knowledge.corpus.iter_documents``; ``path``: another tarball) against ``kg``,
+    and, with question type "definition", the graph's NCI Thesaurus definitions (when ``organisations`` is None or
+    names "NCI Thesaurus")."""
     from knowledge.corpus import iter_documents  # noqa: PLC0415
 
     t0 = time.perf_counter()
     qtypes = set(question_types)
-    docs = [d for d in iter_documents(path, organisations=organisations) if d.question_type in qtypes]
+    orgs = None if organisations is None else set(organisations)
+    docs: list[Any] = [d for d in iter_documents(path, organisations=orgs and orgs - {DEFINITION_ORGANISATION})
+                       if d.question_type in qtypes] if orgs is None or orgs - {DEFINITION_ORGANISATION} else []
+    if "definition" in qtypes and (orgs is None or DEFINITION_ORGANISATION in orgs):
+        docs += definition_documents(kg)
     read_seconds = time.perf_counter() - t0
     res = Miner(kg, mee=mee, question_types=question_types).mine(docs, progress=progress, limit=limit)
     res.stats["read_seconds"] = round(read_seconds, 2)

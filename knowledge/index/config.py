@@ -71,6 +71,7 @@ class IndexConfig:
     card_max_synonyms: int = 4
     card_max_definition_chars: int = 300
     card_min_content: int = 2                # a disease gets a card only with >= this many content items
+    g_definitions: bool = True               # index the graph's NCI Thesaurus disease definitions (citable text)
     # Dense vectors: "lead" = one per document (B/O) or card (G), from its first chunk cut at dense_max_tokens
     # word pieces (focus, section heading and opening sentences); "chunk" = one per chunk, cut at the model's
     # limit. BM25 always covers every chunk in full. Leads cost ~1/7 of the model time of full chunks and rank

@@ -252,6 +252,14 @@ def mesh_names(term: parsers.MeshTerm) -> list[tuple[str, str]]:
     return out
 
 
+NCIT_URL = "https://ncit.nci.nih.gov/ncitbrowser/ConceptReport.jsp?dictionary=NCI_Thesaurus&code={code}"
+
+
+def ncit_url(ncit_id: str) -> str:
+    """The NCI Thesaurus browser page of a concept ("NCIT:C3264")."""
+    return NCIT_URL.format(code=ncit_id.split(":", 1)[-1])
+
+
 def ncit_names(text: str) -> list[tuple[str, str]]:
     text = " ".join(text.split())
     if not text:

@@ -63,7 +63,8 @@ def test_role_and_metadata_filters(index):
     o = index.search("how is the flu spread", k=10, sources=["O"])
     assert o and all(h.role == "O" and h.metadata["organisation"] == "CDC" for h in o)
     g = index.search("heart attack chest pain", k=5, sources=["G"])
-    assert g and all(h.role == "G" and h.chunk_id.endswith("#card") for h in g)
+    assert g and all(h.role == "G" and (h.chunk_id.endswith("#card") or h.metadata["section"] == "definition")
+                     for h in g)
     b = index.search("heart", k=10, filters={"organisation": ["NHLBI"], "section": "symptoms"})
     assert b and all(h.metadata["organisation"] == "NHLBI" and h.metadata["section"] == "symptoms" for h in b)
     assert index.search("heart", k=5, filters={"organisation": "no such site"}) == []
@@ -108,8 +109,23 @@ def test_chunk_and_document_accessors(index):
     doc = index.document(ch["metadata"]["doc_id"])
     assert doc["text"][ch["metadata"]["start"]:ch["metadata"]["end"]] == ch["text"]
     assert index.chunk("nope#0") is None and index.document("nope") is None
-    card = index.search("myocardial infarction", k=1, sources=["G"])[0]
+    card = index.search("myocardial infarction", k=1, sources=["G"], filters={"section": "concept card"})[0]
     assert index.document(card.metadata["concept_id"])["text"] == card.text
+
+
+def test_nci_thesaurus_definitions_are_citable_reference_text(index):
+    """The NCIt definitions the graph keeps for its diseases are chunks of their own: the definition's NCIt id as
+    the document, the disease as the concept, the NCIt page as the URL, so an answer can quote and cite them."""
+    kg = subset.kg()
+    hits = index.search("heart attack chest pain", k=50, sources=["G"], filters={"section": "definition"})
+    assert hits and all(h.metadata["organisation"] == "NCI Thesaurus" for h in hits)
+    h = hits[0]
+    doc = index.document(h.metadata["doc_id"])
+    assert h.metadata["doc_id"].startswith("NCIT:C") and doc["text"] == h.text
+    assert h.metadata["url"].endswith("code=" + h.metadata["doc_id"].split(":")[1])
+    concept = kg.concept(h.metadata["concept_id"])
+    assert concept.category == "disease"
+    assert h.text in [d["text"].strip() for d in concept.definitions]
 
 
 def test_bm25_tokens():

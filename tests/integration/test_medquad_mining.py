@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agents.miner import MINER_VERSION, Miner, miner_version, report
+from agents.miner import MINER_VERSION, Miner, definition_documents, mine_medquad, miner_version, report
 from clinicalrag.cli import main
 from knowledge.corpus import iter_documents
 from knowledge.kg import load_or_build, mined
@@ -147,3 +147,28 @@ def test_the_miner_version_follows_the_phrase_tables(tmp_path, monkeypatch):
     table.write_text(lay.LAY_TABLE.read_text() + "SYMP:0000613\tfever\tphrase\t\\bburning\\s+hot\\b\n")
     monkeypatch.setattr(lay, "LAY_TABLE", table)
     assert miner_version() != before
+
+
+MALARIA = "DOID:12365"
+
+
+def test_nci_thesaurus_definitions_give_edges_citing_the_definition(kg, miner):
+    """A disease's NCIt definition is read like a page: the sentence that lists signs and symptoms gives edges that
+    cite the definition (its NCIt id, span and URL); sentences on what the disease is give none."""
+    docs = [d for d in definition_documents(kg) if d.disease_id == MALARIA]
+    assert docs and all(d.doc_id.startswith("NCIT:C") and d.organisation == "NCI Thesaurus" for d in docs)
+    res = miner.mine(docs)
+    found = {e.finding_name.lower(): e for e in res.edges if e.disease == MALARIA}
+    assert {"chills", "high fever"} & set(found), sorted(found)
+    for e in found.values():
+        doc = next(d for d in docs if d.doc_id == e.doc_id)
+        assert doc.text[e.span[0]:e.span[1]] == e.sentence and e.question_type == "definition"
+        assert e.url.endswith(doc.doc_id.split(":")[1]) and e.organisation == "NCI Thesaurus"
+        assert any(w in e.sentence.lower() for w in ("symptom", "sign", "characteri", "present", "manifest"))
+    assert res.stats["sentences_without_cue"] >= 1          # "A protozoan infection caused by ..." is no finding
+
+
+def test_mining_only_the_definitions(kg):
+    res = mine_medquad(kg, organisations=["NCI Thesaurus"], limit=200)
+    assert res.stats["documents"] == 200 and res.edges
+    assert {e.organisation for e in res.edges} == {"NCI Thesaurus"}

@@ -188,3 +188,32 @@ def test_hki_ranks_only_findings_of_the_present_illness(mee):
     [(findings, negated)] = ranker.calls
     assert [e.concept_id for e in findings] == ["SYMP:0000576", "SYMP:0000614"]
     assert [e.concept_id for e in negated] == ["SYMP:0000613"]
+
+
+class _RecordingIndex(_Index):
+    """An empty index that keeps the text queries it was asked."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def search(self, query, **_kw) -> list:
+        self.queries.append(query)
+        return []
+
+
+def test_word_search_does_not_see_the_denied_findings(mee):
+    """BM25 and the encoder cannot read "no rash": the denied findings are blanked out of the text queries (offsets
+    kept), the affirmed ones stay; the setting off gives the presentation unchanged."""
+    from agents.hki import HKI, HKIConfig, RetrievalParams
+
+    text = "Fever and headache for 2 days. No rash, no cough."
+    ex = mee.extract(text)
+    assert {e.text.lower() for e in ex.negated()} >= {"rash", "cough"}
+    index = _RecordingIndex()
+    res = HKI(index, kg=None, ranker=_RecordingRanker()).retrieve(ex, text, RetrievalParams(sources=("B",)))
+    query = res.queries[0]
+    assert len(query) == len(text) and "Fever and headache" in query
+    assert "rash" not in query and "cough" not in query
+    assert index.queries and all(q == query for q in index.queries)
+    off = HKI(_Index(), kg=None, ranker=_RecordingRanker(), config=HKIConfig(mask_denied_in_text=False))
+    assert off.retrieve(ex, text, RetrievalParams(sources=("B",))).queries[0] == text
