@@ -65,6 +65,8 @@ def test_body_part_forms(text, name):
     ("I have lost my apetite", "loss of appetite"),
     ("tenderness in the right iliac fossa", "right lower quadrant abdominal pain"),
     ("rebound tenderness", "abdominal tenderness"),
+    ("pain in the upper right part of my belly", "right upper quadrant abdominal pain"),
+    ("pain in the lower left side of the abdomen", "left lower quadrant abdominal pain"),
     ("voluntary guarding", "Abdominal guarding"),
     ("colicky flank pain", "renal colic"),
     ("colicky abdominal pain", "colic"),
