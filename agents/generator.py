@@ -14,7 +14,7 @@ from typing import Callable, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from .textutil import fence, is_question, sentences, terms
+from .textutil import fence, is_boilerplate, is_question, sentences, terms
 from .types import Candidate, DifferentialItem, Disagreement, Draft, Evidence, Extraction, Sentence
 
 INSUFFICIENT = "Insufficient evidence — escalate to clinician."
@@ -403,7 +403,8 @@ def _cite_each(text: str, citation: str) -> str:
     if not citation:
         return text
     spans = sentences(text) or [(0, len(text))]
-    return " ".join(f"{text[a:b]} {citation}" for a, b in spans if not is_question(text[a:b]))
+    return " ".join(f"{text[a:b]} {citation}" for a, b in spans
+                    if not is_question(text[a:b]) and not is_boilerplate(text[a:b]))
 
 
 def _match_candidate(name: str, candidates: list[Candidate]) -> str | None:

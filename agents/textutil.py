@@ -60,9 +60,26 @@ def is_question(sentence: str) -> bool:
     return False
 
 
+# Page furniture of the reference sites: sentences about the page, not about the disease
+_BOILERPLATE = re.compile(
+    r"^\W*(?:The Human Phenotype Ontology provides the following list of signs and symptoms"
+    r"|If the information is available, the table below includes how often"
+    r"|You can use the MedlinePlus Medical Dictionary to look up"
+    r"|To enlarge the videos?(?: appearing on this page)?, click the brackets"
+    r"|(?:This|The) (?:table|list) below (?:includes|lists|shows)"
+    r"|These resources address the diagnosis or management of)", re.I)
+
+
+def is_boilerplate(sentence: str) -> bool:
+    """True for a reference page's furniture ("The Human Phenotype Ontology provides the following list of signs
+    and symptoms for Malaria.", "You can use the MedlinePlus Medical Dictionary to look up ..."): it says nothing
+    about the disease, so it is neither quoted nor checked as a claim."""
+    return bool(_BOILERPLATE.match(sentence))
+
+
 def fence(text: str) -> str:
     """Neutralise our own fence markers inside untrusted text before it goes into a prompt."""
     return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
 
 
-__all__ = ["sentences", "is_question", "terms", "fence"]
+__all__ = ["sentences", "is_question", "is_boilerplate", "terms", "fence"]

@@ -9,7 +9,7 @@ import pytest
 from agents.generator import _cite_each
 from agents.hki import chunk_evidence, concept_evidence
 from agents.knl import DEFINITION_RELATIONS, prose_definition, template, triple_sentence
-from agents.textutil import is_question
+from agents.textutil import is_boilerplate, is_question
 from agents.types import Evidence
 from agents.verifier import split_claims
 
@@ -218,12 +218,30 @@ def _gard_chunk(text: str = GARD) -> Evidence:
                     organisation="GARD", meta={"focus": "Spinocerebellar ataxia 12", "section": "symptoms"})
 
 
-def test_a_question_heading_is_not_quoted_but_the_lead_still_names_the_page():
-    s = template(_gard_chunk(), {"symptom", "ataxia"}, max_sentences=2)
-    assert s.text.startswith("The Human Phenotype Ontology provides")
-    assert "?" not in s.text
+STATEMENT = "Signs and symptoms include hoarseness, cough, and odynophagia."   # an NCIt definition's sentence
+
+
+def test_a_question_heading_and_page_furniture_are_not_quoted_but_the_lead_still_names_the_page():
+    text = f"{GARD} {STATEMENT}"
+    s = template(_gard_chunk(text), {"symptom", "ataxia", "cough"}, max_sentences=2)
+    assert s.text == STATEMENT
     assert s.lead == "GARD on Spinocerebellar ataxia 12 (symptoms)"
-    assert s.span[0] == GARD.index("The Human")        # the quote's span starts after the heading
+    assert s.span[0] == text.index(STATEMENT)          # the quote's span starts after the heading and furniture
+    only = template(_gard_chunk(), {"symptom", "ataxia"}, max_sentences=2)
+    assert only.text == "" and only.lead             # a heading and furniture only: nothing to quote
+
+
+@pytest.mark.parametrize("sentence, furniture", [
+    ("The Human Phenotype Ontology provides the following list of signs and symptoms for Malaria.", True),
+    ("If the information is available, the table below includes how often the symptom is seen in people with this "
+     "condition.", True),
+    ("You can use the MedlinePlus Medical Dictionary to look up the definitions for these medical terms.", True),
+    ("To enlarge the video, click the brackets in the lower right-hand corner.", True),
+    (STATEMENT, False),
+    ("The Human Phenotype Ontology lists ataxia for this condition.", False),
+])
+def test_page_furniture(sentence, furniture):
+    assert is_boilerplate(sentence) is furniture
 
 
 def test_a_passage_of_questions_only_has_nothing_to_quote():
@@ -243,9 +261,7 @@ def test_a_question_is_never_a_claim():
 
 
 def test_the_extractive_answer_cites_statements_only():
-    text = GARD[: GARD.index(" If the")]
-    assert _cite_each(text, "[B:x#0]") == ("The Human Phenotype Ontology provides the following list of signs and "
-                                          "symptoms for Spinocerebellar ataxia 12. [B:x#0]")
+    assert _cite_each(f"{GARD} {STATEMENT}", "[B:x#0]") == f"{STATEMENT} [B:x#0]"
 
 
 def test_space_split_relation_names_are_mended():
