@@ -38,9 +38,11 @@ def register(subparsers) -> None:
                                    "docs/mined-edges.md).")
     common(m)
     m.add_argument("--limit", type=int, help="mine only the first N documents of the chosen question types")
-    m.add_argument("--organisations", help="comma-separated MedQuAD collections (e.g. GARD,NHLBI,NIDDK; default all)")
+    m.add_argument("--organisations", help="comma-separated MedQuAD collections (e.g. GARD,NHLBI,NIDDK), and/or "
+                                          "'NCI Thesaurus' for the graph's NCIt definitions (default all)")
     m.add_argument("--question-types", default=",".join(_question_types()),
-                   help="comma-separated MedQuAD question types (default: %(default)s)")
+                   help="comma-separated question types (MedQuAD's, and 'definition' for the NCIt definitions; "
+                        "default: %(default)s)")
     m.add_argument("--out", help="the mined-edges file to write (default: next to the graph artefact, where "
                                  "loading the graph picks it up)")
     m.add_argument("--report", action="store_true",
@@ -168,15 +170,16 @@ def _cmd_build(args) -> int:
 
 
 def _cmd_mine(args) -> int:
-    from agents.miner import report
+    from agents.miner import DEFINITION_ORGANISATION, report
     from clinicalrag.cli import UserError
     from knowledge.corpus import ORGANISATIONS
     from knowledge.kg import mined
 
     orgs = [o.strip() for o in args.organisations.split(",") if o.strip()] if args.organisations else None
-    unknown = sorted(set(orgs or ()) - set(ORGANISATIONS))
+    known = (*ORGANISATIONS, DEFINITION_ORGANISATION)
+    unknown = sorted(set(orgs or ()) - set(known))
     if unknown:
-        raise UserError(f"unknown organisation(s) {', '.join(unknown)}; known: {', '.join(ORGANISATIONS)}")
+        raise UserError(f"unknown organisation(s) {', '.join(unknown)}; known: {', '.join(known)}")
     qtypes = [q.strip() for q in args.question_types.split(",") if q.strip()]
     if not qtypes:
         raise UserError("--question-types is empty")

@@ -168,7 +168,13 @@ def test_nci_thesaurus_definitions_give_edges_citing_the_definition(kg, miner):
     assert res.stats["sentences_without_cue"] >= 1          # "A protozoan infection caused by ..." is no finding
 
 
-def test_mining_only_the_definitions(kg):
+def test_mining_only_the_definitions(kg, tmp_path, capsys):
     res = mine_medquad(kg, organisations=["NCI Thesaurus"], limit=200)
     assert res.stats["documents"] == 200 and res.edges
     assert {e.organisation for e in res.edges} == {"NCI Thesaurus"}
+    out = tmp_path / "definitions.jsonl"
+    assert main(["kg", "mine", "--organisations", "NCI Thesaurus", "--limit", "50", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    m = mined.read(out)
+    assert summary["mining"]["documents"] == 50 and m.edges
+    assert all(e.question_type == "definition" and e.doc_id.startswith("NCIT:C") for e in m.edges)
