@@ -102,7 +102,15 @@ class Resources:
 
     @cached_property
     def pages(self):
-        """The disease pages of the index's reference documents (BM25), cached on disk per index and KG version."""
+        """The disease pages the pipeline ranks (BM25): every reference answer about a disease and its NCI
+        Thesaurus definitions, cached on disk per index and KG version."""
+        from knowledge.disease_pages import DiseasePages  # noqa: PLC0415
+
+        return DiseasePages.for_index(self.index, self.kg, definitions=True)
+
+    @cached_property
+    def baseline_pages(self):
+        """The plain text-retrieval baseline's pages: the MedQuAD answers only (one document per disease)."""
         from knowledge.disease_pages import DiseasePages  # noqa: PLC0415
 
         return DiseasePages.for_index(self.index, self.kg)

@@ -29,6 +29,7 @@ from .text import bm25_tokens
 log = logging.getLogger(__name__)
 
 PAGES_FORMAT = 1
+DEFINITIONS_ORGANISATION = "NCI Thesaurus"   # the index's G documents that are disease definitions
 
 
 class DiseasePages:
@@ -47,18 +48,26 @@ class DiseasePages:
 
     # ---- building ------------------------------------------------------------------------------------------
     @classmethod
-    def build(cls, documents: Iterable[Any], kg: Any) -> DiseasePages:
-        """Pages from MedQuAD documents (objects or dicts with ``focus`` and ``text``; G documents are skipped)."""
+    def build(cls, documents: Iterable[Any], kg: Any, definitions: bool = False) -> DiseasePages:
+        """Pages from MedQuAD documents (objects or dicts with ``focus`` and ``text``; G documents are skipped).
+        ``definitions``: a disease's NCI Thesaurus definitions (the index's G documents of that organisation,
+        with their ``concept_id``) join its page, and a disease with no MedQuAD page gets one of its definitions."""
         import bm25s  # noqa: PLC0415
 
         logging.getLogger("bm25s").setLevel(logging.WARNING)
         t0 = time.perf_counter()
         parts: dict[str, list[str]] = {}
         shown: dict[str, str] = {}
+        defined: dict[str, list[str]] = {}
         for d in documents:
             get = d.get if isinstance(d, dict) else (lambda k, _d=d: getattr(_d, k, None))
+            if get("role") == "G":
+                if definitions and get("organisation") == DEFINITIONS_ORGANISATION and get("concept_id") \
+                        and get("text"):
+                    defined.setdefault(get("concept_id"), []).append(get("text"))
+                continue
             focus, text = (get("focus") or "").strip(), get("text") or ""
-            if not focus or not text or get("role") == "G":
+            if not focus or not text:
                 continue
             key = normalise(focus)
             parts.setdefault(key, []).append(text)
@@ -80,17 +89,28 @@ class DiseasePages:
             concepts.append(cid)
             names.append(hits[0].name)
             texts.append(page)
+        for cid, defs in defined.items():
+            if cid in slot:
+                texts[slot[cid]] += " " + " ".join(defs)
+                continue
+            concept = kg.concept(cid)
+            if concept is None:
+                continue
+            slot[cid] = len(texts)
+            concepts.append(cid)
+            names.append(concept.name)
+            texts.append(concept.name + ". " + " ".join(defs))
         retriever = bm25s.BM25()
         retriever.index([bm25_tokens(t) or ["_"] for t in texts] or [["_"]], show_progress=False)
         return cls(concepts, names, retriever, time.perf_counter() - t0)
 
     # ---- cache ---------------------------------------------------------------------------------------------
     @staticmethod
-    def cache_dir(index_version: str, kg_version: str) -> Path:
+    def cache_dir(index_version: str, kg_version: str, definitions: bool = False) -> Path:
         from .paths import build_dir  # noqa: PLC0415
 
-        key = hashlib.sha256(repr((PAGES_FORMAT, index_version, kg_version)).encode()).hexdigest()[:16]
-        return build_dir() / "pages" / key
+        key = (PAGES_FORMAT, index_version, kg_version) + (("definitions",) if definitions else ())
+        return build_dir() / "pages" / hashlib.sha256(repr(key).encode()).hexdigest()[:16]
 
     def save(self, folder: Path) -> None:
         from .atomic import building  # noqa: PLC0415
@@ -110,17 +130,18 @@ class DiseasePages:
         return cls(meta["concepts"], meta["names"], bm25s.BM25.load(str(folder / "bm25"), show_progress=False))
 
     @classmethod
-    def for_index(cls, index: Any, kg: Any) -> DiseasePages:
-        """The pages of a built index's reference documents: from the disk cache when there, else built and
-        cached (a read-only home just rebuilds next time)."""
+    def for_index(cls, index: Any, kg: Any, definitions: bool = False) -> DiseasePages:
+        """The pages of a built index's reference documents (``definitions``: with the diseases' NCI Thesaurus
+        definitions, see :meth:`build`): from the disk cache when there, else built and cached (a read-only home
+        just rebuilds next time)."""
         version = index.manifest()["version"]
-        folder = cls.cache_dir(version, str(getattr(kg, "version", "")))
+        folder = cls.cache_dir(version, str(getattr(kg, "version", "")), definitions)
         if (folder / "pages.json").is_file():
             try:
                 return cls.load(folder)
             except Exception as exc:  # noqa: BLE001 - a broken cache is rebuilt
                 log.warning("rebuilding disease pages (%s)", exc)
-        pages = cls.build(index.documents(), kg)
+        pages = cls.build(index.documents(), kg, definitions=definitions)
         try:
             pages.save(folder)
         except OSError as exc:

@@ -356,7 +356,7 @@ def run_bench(settings: BenchSettings, resources: Any = None) -> Path:
         view.llm_config, view.client = cfg, LLMClient(cfg)
         return ClinicalRAG(view)
 
-    bm25 = res.pages if any(s.kind == "bm25" for s in systems) else None
+    bm25 = res.baseline_pages if any(s.kind == "bm25" for s in systems) else None
     prior_info = None         # which commonness prior (agents/prior.py) the pipeline systems re-rank with
     if any(s.kind == "pipeline" and s.config().use_prior for s in systems):
         prior_info = res.prior.describe() if res.prior is not None else {"missing": True}
