@@ -3,8 +3,9 @@
 A MedQuAD focus ("Asthma", "High Blood Pressure") that names a KG disease contributes all its answers (symptoms,
 causes, tests, treatment...) to that disease's page; two foci naming the same disease share one page. A whole
 presentation is then a BM25 query over the pages, which gives a ranking of diseases by how well their reference
-text covers the patient's words. It is the plain text-retrieval differential the pipeline is measured against,
-and one of the rankings the pipeline fuses.
+text covers the patient's words. It is the plain text-retrieval differential the pipeline is measured against
+(MedQuAD answers only), and, with each disease's NCI Thesaurus definitions added (``definitions=True``: a disease
+with no MedQuAD page gets a page of its definitions), one of the rankings the pipeline fuses.
 
 Pages are built from the documents of a built index (so a test index over a subset of MedQuAD gets pages over that
 subset) and cached on disk per (index version, KG version): building takes seconds, loading a fraction of one.
