@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from knowledge.kg.mined import SOURCE as MINED_SOURCE   # edges read from a MedQuAD sentence
+from knowledge.kg.mined import license_of
 from knowledge.kg.vocab import ncit_url
 
 from .ranker import demographic_factor, ranking_findings
@@ -145,7 +146,7 @@ def mined_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
     return Evidence(
         id=f"G:{t.id}", role="G", kind="triple", text=cit.get("sentence", ""), score=round(float(score), 4),
         query=query, title=f"{focus} ({section})" if section else focus, url=cit.get("url") or None,
-        organisation=org or None, license=getattr(t, "license", None) or "CC-BY-4.0",
+        organisation=org or None, license=license_of(cit.get("question_type") or ""),
         source=_mined_source(cit), doc_id=cit.get("doc_id"), span=span, concept_ids=[t.subject, t.object],
         meta=meta)
 

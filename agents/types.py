@@ -228,7 +228,7 @@ class Reference(BaseModel):
 
     def format(self) -> str:
         parts = [f"[{self.n}] {self.title}", self.source]
-        if self.organisation:
+        if self.organisation and self.source not in (self.organisation, f"MedQuAD/{self.organisation}"):
             parts.append(self.organisation)
         if self.span:
             parts.append(f"chars {self.span[0]}-{self.span[1]}")

@@ -55,6 +55,13 @@ FORMAT = "clinicalrag-mined-edges"
 FORMAT_VERSION = 1
 SOURCE = "medquad-mined"
 LICENSE = "CC-BY-4.0 (MedQuAD)"
+DEFINITION_LICENSE = "CC-BY-4.0 (NCI Thesaurus, as redistributed by Mondo)"   # edges read from an NCIt definition
+
+
+def license_of(question_type: str) -> str:
+    """The license of the text an edge was read from: a MedQuAD answer, or (question type "definition") an NCI
+    Thesaurus definition."""
+    return DEFINITION_LICENSE if question_type == "definition" else LICENSE
 RELATIONS = ("has_symptom",)
 LINK_METHODS = ("cui", "xref", "name")
 FINDING_CATEGORIES = ("symptom", "phenotype")
@@ -314,8 +321,8 @@ def apply_overlay(kg: Any, mined: MinedFile) -> dict[str, Any]:
             keydict[existing] = cur          # the same key dict serves the successor and predecessor views
             counts["on_existing_edges"] += 1
         else:
-            g.add_edge(e.disease, e.finding, key=e.relation, relation=e.relation, source=SOURCE, license=LICENSE,
-                       citation=cit)
+            g.add_edge(e.disease, e.finding, key=e.relation, relation=e.relation, source=SOURCE,
+                       license=license_of(e.question_type), citation=cit)
             counts["added"] += 1
         counts["edges"] += 1
         diseases.add(e.disease)
@@ -351,6 +358,6 @@ def overlay(kg: Any, mined: bool | None = None, path: Path | str | None = None) 
     return counts
 
 
-__all__ = ["overlay", "FORMAT", "FORMAT_VERSION", "SOURCE", "LICENSE", "CITATION_KEYS", "MinedEdge", "MinedFile",
+__all__ = ["overlay", "FORMAT", "FORMAT_VERSION", "SOURCE", "LICENSE", "DEFINITION_LICENSE", "license_of", "CITATION_KEYS", "MinedEdge", "MinedFile",
            "MinedFormatError", "read", "write", "digest", "default_path", "mined_version", "apply_overlay",
            "edge_from_dict"]

@@ -208,3 +208,10 @@ def test_the_knowledge_layer_imports_no_agent_graph_or_cli_code():
                           if n.split(".")[0] in ("agents", "graph", "clinicalrag")]
     assert (root / "kg" / "mined.py").is_file()
     assert offenders == []
+
+
+def test_an_edge_read_from_a_definition_carries_the_definitions_license():
+    from knowledge.kg.mined import DEFINITION_LICENSE, LICENSE, license_of
+
+    assert license_of("definition") == DEFINITION_LICENSE != LICENSE == license_of("symptoms")
+    assert "NCI Thesaurus" in DEFINITION_LICENSE and "MedQuAD" in LICENSE
