@@ -14,7 +14,7 @@ from typing import Any
 
 from knowledge.kg.mined import SOURCE as MINED_SOURCE   # edges read from a MedQuAD sentence
 from knowledge.kg.mined import license_of
-from knowledge.kg.vocab import ncit_url
+from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
 from .textutil import terms
@@ -156,7 +156,7 @@ def _mined_source(citation: dict) -> str:
     definition (question type "definition")."""
     org = citation.get("organisation") or ""
     if citation.get("question_type") == "definition":
-        return org or "NCI Thesaurus"
+        return org or NCIT_ORGANISATION
     return f"MedQuAD/{org}" if org else "MedQuAD"
 
 
@@ -169,7 +169,7 @@ def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence
         if ncit is None:
             return None
         return Evidence(id=f"G:{c.id}#{ncit['id']}", role="G", kind="concept", text=ncit["text"],
-                        score=round(score, 4), query=query, title=c.name, source="NCI Thesaurus",
+                        score=round(score, 4), query=query, title=c.name, source=NCIT_ORGANISATION,
                         license="CC-BY-4.0", url=ncit_url(ncit["id"]), doc_id=ncit["id"], concept_ids=[c.id],
                         meta={"category": c.category, "focus": c.name, "evidence_type": "definition"})
     srcs = getattr(c, "sources", []) or []

@@ -47,7 +47,7 @@ from typing import Any
 
 from knowledge.kg import mined as mined_format
 from knowledge.kg.normalize import normalise
-from knowledge.kg.vocab import ncit_url
+from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_url
 
 from .textutil import is_question, sentences
 
@@ -59,7 +59,7 @@ MINER_VERSION = "miner-3"
 QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
 _QTYPE_RANK = {"symptoms": 0, "exams and tests": 1, "causes": 2, "information": 3, "definition": 4}
-DEFINITION_ORGANISATION = "NCI Thesaurus"
+DEFINITION_ORGANISATION = NCIT_ORGANISATION
 FINDING_CATEGORIES = ("symptom", "phenotype")
 _LINK_RANK = {"cui": 0, "xref": 1, "name": 2}
 
@@ -521,8 +521,10 @@ def mine_medquad(kg: Any, mee: Any = None, organisations: Iterable[str] | None =
     t0 = time.perf_counter()
     qtypes = set(question_types)
     orgs = None if organisations is None else set(organisations)
-    docs: list[Any] = [d for d in iter_documents(path, organisations=orgs and orgs - {DEFINITION_ORGANISATION})
-                       if d.question_type in qtypes] if orgs is None or orgs - {DEFINITION_ORGANISATION} else []
+    medquad = None if orgs is None else orgs - {DEFINITION_ORGANISATION}     # None: every MedQuAD collection
+    docs: list[Any] = []
+    if medquad is None or medquad:
+        docs = [d for d in iter_documents(path, organisations=medquad) if d.question_type in qtypes]
     if "definition" in qtypes and (orgs is None or DEFINITION_ORGANISATION in orgs):
         docs += definition_documents(kg)
     read_seconds = time.perf_counter() - t0

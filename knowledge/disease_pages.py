@@ -25,12 +25,12 @@ import numpy as np
 
 from .index.fusion import bm25_ranking
 from .kg.normalize import normalise
+from .kg.vocab import NCIT_ORGANISATION
 from .text import bm25_tokens
 
 log = logging.getLogger(__name__)
 
 PAGES_FORMAT = 1
-DEFINITIONS_ORGANISATION = "NCI Thesaurus"   # the index's G documents that are disease definitions
 
 
 class DiseasePages:
@@ -63,7 +63,7 @@ class DiseasePages:
         for d in documents:
             get = d.get if isinstance(d, dict) else (lambda k, _d=d: getattr(_d, k, None))
             if get("role") == "G":
-                if definitions and get("organisation") == DEFINITIONS_ORGANISATION and get("concept_id") \
+                if definitions and get("organisation") == NCIT_ORGANISATION and get("concept_id") \
                         and get("text"):
                     defined.setdefault(get("concept_id"), []).append(get("text"))
                 continue

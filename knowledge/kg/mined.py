@@ -358,6 +358,7 @@ def overlay(kg: Any, mined: bool | None = None, path: Path | str | None = None) 
     return counts
 
 
-__all__ = ["overlay", "FORMAT", "FORMAT_VERSION", "SOURCE", "LICENSE", "DEFINITION_LICENSE", "license_of", "CITATION_KEYS", "MinedEdge", "MinedFile",
+__all__ = ["overlay", "FORMAT", "FORMAT_VERSION", "SOURCE", "LICENSE", "DEFINITION_LICENSE", "license_of",
+           "CITATION_KEYS", "MinedEdge", "MinedFile",
            "MinedFormatError", "read", "write", "digest", "default_path", "mined_version", "apply_overlay",
            "edge_from_dict"]

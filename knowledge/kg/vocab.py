@@ -253,6 +253,7 @@ def mesh_names(term: parsers.MeshTerm) -> list[tuple[str, str]]:
 
 
 NCIT_URL = "https://ncit.nci.nih.gov/ncitbrowser/ConceptReport.jsp?dictionary=NCI_Thesaurus&code={code}"
+NCIT_ORGANISATION = "NCI Thesaurus"   # the organisation of a definition's text (index chunks, mined edges, pages)
 
 
 def ncit_url(ncit_id: str) -> str:
