@@ -39,9 +39,13 @@ FUSION_FEATURES = ("fusion_score", "fusion_log_rank")
 
 
 def fusion_values(candidates: Sequence[Candidate]) -> list[list[float]]:
-    """The fusion features of a case's candidates, in their fused order: score / best score, log(rank)."""
+    """The fusion features of a case's candidates, in their fused order: score / best score, log(rank). Candidates
+    with the same fused score share a rank (1 + the number scored higher): the order of a tie is arbitrary (a
+    disease first in the KG ranking and one first in the page ranking fuse to the same score) and must not move
+    either of them."""
     top = max((c.score for c in candidates), default=0.0) or 1.0
-    return [[c.score / top, math.log(i)] for i, c in enumerate(candidates, 1)]
+    scores = [c.score for c in candidates]
+    return [[c.score / top, math.log(1 + sum(1 for x in scores if x > c.score))] for c in candidates]
 
 
 def feature_rows(features: Any, candidates: Sequence[Candidate], names: Sequence[str]) -> np.ndarray:

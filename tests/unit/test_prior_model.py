@@ -208,3 +208,13 @@ def test_the_penalty_is_chosen_on_held_out_benchmarks():
     by_cases, _ = choose_l2(xs, golds, n_fusion=2)
     assert set(scores) == {str(v) for v in L2_GRID}
     assert by_benchmark > by_cases
+
+
+def test_tied_candidates_share_a_rank_so_the_order_of_a_tie_moves_nobody():
+    a = Candidate(concept_id="X:kg", name="first in the KG ranking", score=0.25)
+    b = Candidate(concept_id="X:page", name="first in the page ranking", score=0.25)
+    c = Candidate(concept_id="X:plain", name="plain disease", score=0.2)
+    assert fusion_values([a, b, c]) == fusion_values([b, a, c])
+    np.testing.assert_allclose(fusion_values([a, b, c]), [[1.0, 0.0], [1.0, 0.0], [0.8, math.log(3)]])
+    m = model()
+    assert {x.concept_id: x.score for x in m.rescore([a, b, c])} == {x.concept_id: x.score for x in m.rescore([b, a, c])}
