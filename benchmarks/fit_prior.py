@@ -127,20 +127,11 @@ def design(rows: list[CaseRows], features: Any, names: list[str]) -> list[np.nda
     return [feature_rows(features, [Candidate(**c) for c in r.candidates], names) for r in rows]
 
 
-def standardise(xs: list[np.ndarray], binary_scale: str = "half") -> tuple[np.ndarray, np.ndarray]:
-    """Centre and scale each feature. ``binary_scale``: "std" divides a yes/no feature by its standard deviation
-    like any other; "half" divides it by 0.5 (the standard deviation of a feature present in half the
-    candidates), so the penalty weighs what a rare feature does to a candidate, not its standardised weight (a
-    chapter present in 2 % of candidates would otherwise move a candidate by seven of its weights)."""
+def standardise(xs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     allx = np.vstack([x for x in xs if len(x)])
     mean = allx.mean(axis=0)
     scale = allx.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    if binary_scale == "half":
-        binary = np.all((allx == 0) | (allx == 1), axis=0) & (allx.max(axis=0) > 0)
-        scale[binary] = 0.5
-    elif binary_scale != "std":
-        raise ValueError(f"binary_scale must be 'half' or 'std', not {binary_scale!r}")
     return mean, scale
 
 
@@ -242,7 +233,7 @@ def command(args: argparse.Namespace) -> str:
     parts = ["python benchmarks/fit_prior.py", f"--datasets {args.datasets}", f"--split {args.split}"]
     if args.limit is not None:
         parts.append(f"--limit {args.limit}")
-    parts += [f"--seed {args.seed}", f"--pool {args.pool}", f"--l2 {args.l2}", f"--binary-scale {args.binary_scale}",
+    parts += [f"--seed {args.seed}", f"--pool {args.pool}", f"--l2 {args.l2}",
               f"--cv {args.cv}", f"--drop '{args.drop}'"]
     if args.eval_split:
         parts.append(f"--eval-split {args.eval_split}" + (f" --eval-limit {args.eval_limit}"
@@ -267,8 +258,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drop", default=DEFAULT_DROP,
                     help="comma-separated prefixes of commonness features to leave out ('' keeps all; "
                          "default: %(default)s)")
-    ap.add_argument("--binary-scale", choices=("half", "std"), default="std",
-                    help="how yes/no features are scaled before the penalised fit (default: %(default)s)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="weights JSON (default: agents/data/...)")
     ap.add_argument("--eval-split", choices=("dev", "test"), default=None,
                     help="also measure the re-ranking on this half (not fitted on)")
@@ -336,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     collected_s = time.perf_counter() - t0
 
     raw = design(rows, features, names)
-    mean, scale = standardise(raw, args.binary_scale)
+    mean, scale = standardise(raw)
     xs = [(x - mean) / scale for x in raw]
     golds = [r.gold for r in rows]
     n_fusion = len(FUSION_FEATURES)
