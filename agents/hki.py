@@ -14,7 +14,7 @@ from typing import Any
 
 from knowledge.kg.mined import SOURCE as MINED_SOURCE   # edges read from a MedQuAD sentence
 from knowledge.kg.mined import license_of
-from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_url
+from knowledge.kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
 from .textutil import terms
@@ -170,7 +170,7 @@ def concept_evidence(c: Any, score: float, query: str | None = None) -> Evidence
             return None
         return Evidence(id=f"G:{c.id}#{ncit['id']}", role="G", kind="concept", text=ncit["text"],
                         score=round(score, 4), query=query, title=c.name, source=NCIT_ORGANISATION,
-                        license="CC-BY-4.0", url=ncit_url(ncit["id"]), doc_id=ncit["id"], concept_ids=[c.id],
+                        license=NCIT_LICENSE, url=ncit_url(ncit["id"]), doc_id=ncit["id"], concept_ids=[c.id],
                         meta={"category": c.category, "focus": c.name, "evidence_type": "definition"})
     srcs = getattr(c, "sources", []) or []
     return Evidence(id=f"G:{c.id}#definition", role="G", kind="concept", text=prose_definition(c.definition),

@@ -47,7 +47,7 @@ from typing import Any
 
 from knowledge.kg import mined as mined_format
 from knowledge.kg.normalize import normalise
-from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_url
+from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_definitions, ncit_url
 
 from .textutil import is_question, sentences
 
@@ -497,17 +497,8 @@ class DefinitionDocument:
 
 def definition_documents(kg: Any) -> list[DefinitionDocument]:
     """One document per (disease, NCIt definition) the graph keeps (``Concept.definitions``), in id order."""
-    out = []
-    for n, a in sorted(kg.graph.nodes(data=True)):
-        if a.get("category") != "disease":
-            continue
-        for d in a.get("definitions") or ():
-            text, did = (d.get("text") or "").strip(), d.get("id") or ""
-            if not text or d.get("source") != "ncit":
-                continue
-            out.append(DefinitionDocument(doc_id=did, disease_id=n, focus=a.get("name") or n, text=text,
-                                          url=ncit_url(did)))
-    return out
+    return [DefinitionDocument(doc_id=did, disease_id=cid, focus=name, text=text, url=ncit_url(did))
+            for cid, name, did, text in ncit_definitions(kg)]
 
 
 def mine_medquad(kg: Any, mee: Any = None, organisations: Iterable[str] | None = None,

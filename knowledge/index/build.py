@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import atomic
 from ..embeddings import EmbeddingCache, embed_cached
-from ..kg.vocab import NCIT_ORGANISATION, ncit_url
+from ..kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_definitions, ncit_url
 from ..text import bm25_tokens
 from .config import CHUNKS, SOURCES
 from .text import _concept_license, _norm_key, chunk_index_text, concept_card, dense_rows_of
@@ -156,23 +156,17 @@ def build_index(ix: Any, sources: Sequence[str] = SOURCES, rebuild: bool = False
             n_defs = 0
             if ix.config.g_definitions:
                 # the NCI Thesaurus definitions the graph keeps for its diseases: citable reference text
-                for e in vocab:
-                    if e.category != "disease":
+                for cid, name, did, text in ncit_definitions(kg, only):
+                    if did in documents:
                         continue
-                    c = kg.concept(e.id)
-                    for d in (c.definitions if c is not None else ()):
-                        text, did = (d.get("text") or "").strip(), d.get("id") or ""
-                        if not text or not did or did in documents:
-                            continue
-                        meta = {"role": "G", "doc_id": did, "concept_id": c.id, "title": c.name, "focus": c.name,
-                                "section": "definition", "category": c.category, "organisation": NCIT_ORGANISATION,
-                                "license": "CC-BY-4.0", "evidence_type": "definition", "start": 0, "end": len(text),
-                                "url": ncit_url(did), "sources": [d.get("source") or "ncit"]}
-                        chunks.append({"id": f"{c.id}#{did}", "text": text, "meta": meta})
-                        documents[did] = {"doc_id": did, "role": "G", "title": c.name, "text": text,
-                                          "concept_id": c.id, "category": c.category, "url": meta["url"],
-                                          "organisation": NCIT_ORGANISATION}
-                        n_defs += 1
+                    meta = {"role": "G", "doc_id": did, "concept_id": cid, "title": name, "focus": name,
+                            "section": "definition", "category": "disease", "organisation": NCIT_ORGANISATION,
+                            "license": NCIT_LICENSE, "evidence_type": "definition", "start": 0, "end": len(text),
+                            "url": ncit_url(did), "sources": ["ncit"]}
+                    chunks.append({"id": f"{cid}#{did}", "text": text, "meta": meta})
+                    documents[did] = {"doc_id": did, "role": "G", "title": name, "text": text, "concept_id": cid,
+                                      "category": "disease", "url": meta["url"], "organisation": NCIT_ORGANISATION}
+                    n_defs += 1
             stats["definitions"] = n_defs
             timings["kg_entities_cards"] = time.perf_counter() - t
         hook("kg")

@@ -49,19 +49,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .vocab import NCIT_LICENSE
+
 log = logging.getLogger(__name__)
 
 FORMAT = "clinicalrag-mined-edges"
 FORMAT_VERSION = 1
 SOURCE = "medquad-mined"
 LICENSE = "CC-BY-4.0 (MedQuAD)"
-DEFINITION_LICENSE = "CC-BY-4.0 (NCI Thesaurus, as redistributed by Mondo)"   # edges read from an NCIt definition
-
-
-def license_of(question_type: str) -> str:
-    """The license of the text an edge was read from: a MedQuAD answer, or (question type "definition") an NCI
-    Thesaurus definition."""
-    return DEFINITION_LICENSE if question_type == "definition" else LICENSE
+DEFINITION_LICENSE = NCIT_LICENSE   # edges read from an NCI Thesaurus definition
 RELATIONS = ("has_symptom",)
 LINK_METHODS = ("cui", "xref", "name")
 FINDING_CATEGORIES = ("symptom", "phenotype")
@@ -288,6 +284,12 @@ def mined_version(base_version: str, file_digest: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ overlay
+def license_of(question_type: str) -> str:
+    """The license of the text an edge was read from: a MedQuAD answer, or (question type "definition") an NCI
+    Thesaurus definition."""
+    return DEFINITION_LICENSE if question_type == "definition" else LICENSE
+
+
 def apply_overlay(kg: Any, mined: MinedFile) -> dict[str, Any]:
     """Add the mined edges to ``kg`` (a :class:`knowledge.kg.KnowledgeGraph`) in place, set its version to
     :func:`mined_version` and return the counts (also stored as ``kg.report["medquad_mined"]``)."""

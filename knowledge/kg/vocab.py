@@ -35,10 +35,10 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import parsers
 from .normalize import normalise, uninvert
@@ -254,11 +254,24 @@ def mesh_names(term: parsers.MeshTerm) -> list[tuple[str, str]]:
 
 NCIT_URL = "https://ncit.nci.nih.gov/ncitbrowser/ConceptReport.jsp?dictionary=NCI_Thesaurus&code={code}"
 NCIT_ORGANISATION = "NCI Thesaurus"   # the organisation of a definition's text (index chunks, mined edges, pages)
+NCIT_LICENSE = "CC-BY-4.0 (NCI Thesaurus, as redistributed by Mondo)"
 
 
 def ncit_url(ncit_id: str) -> str:
     """The NCI Thesaurus browser page of a concept ("NCIT:C3264")."""
     return NCIT_URL.format(code=ncit_id.split(":", 1)[-1])
+
+
+def ncit_definitions(kg: Any, only: Any = None) -> Iterator[tuple[str, str, str, str]]:
+    """``(disease id, disease name, NCIt id, definition)`` for every NCI Thesaurus definition the graph keeps for
+    its diseases (``Concept.definitions``), in disease id order; ``only``: a set of disease ids to keep."""
+    for n, a in sorted(kg.graph.nodes(data=True)):
+        if a.get("category") != "disease" or (only is not None and n not in only):
+            continue
+        for d in a.get("definitions") or ():
+            text, did = (d.get("text") or "").strip(), d.get("id") or ""
+            if text and did and d.get("source") == "ncit":
+                yield n, a.get("name") or n, did, text
 
 
 def ncit_names(text: str) -> list[tuple[str, str]]:
