@@ -229,7 +229,8 @@ class MEE:
             if cands:
                 cid, alias, sim = cands[0]
                 ratio = difflib.SequenceMatcher(None, stripped.lower(), alias).ratio()
-                if sim >= self.fuzzy_min_similarity and ratio >= self.fuzzy_min_ratio:
+                if sim >= self.fuzzy_min_similarity and ratio >= self.fuzzy_min_ratio \
+                        and plausible_typo(stripped, alias):
                     return [c for c, _, s in cands if s >= sim - 1e-6], round(min(sim, ratio), 4)
         return [], 0.0
 
@@ -489,7 +490,7 @@ class MEE:
             if sim < self.fuzzy_min_similarity:
                 continue
             ratio = difflib.SequenceMatcher(None, mtext.lower(), alias).ratio()
-            if ratio < self.fuzzy_min_ratio:
+            if ratio < self.fuzzy_min_ratio or not plausible_typo(mtext, alias):
                 continue
             ids = [c for c, _, sc in cands if sc >= sim - 1e-6]
             span = doc[s:e]
@@ -547,6 +548,16 @@ class MEE:
         if dropped:
             warnings.append(f"dropped {dropped} LLM entit{'y' if dropped == 1 else 'ies'} not found in the text")
         return out
+
+
+def plausible_typo(mention: str, alias: str) -> bool:
+    """Whether a near match could be a misspelling of ``alias`` rather than another word: word by word, the first
+    letters agree (a slip rarely changes the first letter, while "pitching"/"itching", "nagging"/"gagging",
+    "oriented"/"disoriented" and "trouble keeping"/"trouble sleeping" are different words)."""
+    said, known = mention.lower().split(), alias.lower().split()
+    if not said or len(said) != len(known):
+        return bool(said) and bool(known) and said[0][0] == known[0][0]
+    return all(a[0] == b[0] for a, b in zip(said, known))
 
 
 def _find_tokens(doc, forms: dict[str, str]) -> list:

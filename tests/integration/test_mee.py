@@ -139,6 +139,12 @@ def test_misspellings_linked_by_candidate_generator(mee):
     assert not [e for e in ex.entities if e.text.lower() in ("reports", "persistant")]
 
 
+def test_other_words_near_a_term_are_not_taken_for_misspellings(mee):
+    # each word is one letter from a vocabulary term ("itching", "gagging", "disoriented") but is another word
+    ex = mee.extract("He was pitching in a game, now a nagging cough; alert and oriented.")
+    assert {(e.concept_name or "").lower() for e in ex.entities} == {"cough"}, ex.entities
+
+
 def test_candidate_generator_direct(mee):
     cands = mee.linker.candidates(["dyspnoea", "hypertensoin"])
     assert cands[0] and mee.lexicon.concepts[cands[0][0][0]].name.lower() == "dyspnea"

@@ -79,6 +79,11 @@ def test_body_part_forms(text, name):
     ("tenderness to palpation in the right upper quadrant", "right upper quadrant abdominal pain"),
     ("he is too weak to climb stairs or brush his hair", "Proximal muscle weakness"),
     ("an early diastolic blowing, decrescendo murmur", "Diastolic heart murmur"),
+    ("tender in the right hypochondrium", "right upper quadrant abdominal pain"),
+    ("left hypochondrial pain", "left upper quadrant abdominal pain"),
+    ("tenderness in the epigastrium", "Epigastric pain"),
+    ("I have trouble keeping food down", "vomiting"),
+    ("she can't keep anything down", "vomiting"),
 ])
 def test_phrases(text, name):
     assert name in names(text)
@@ -88,6 +93,8 @@ def test_phrases(text, name):
     "The patient returned home after the appointment.",
     "She works at the front desk of a bank.",
     "He climbed the stairs to the second floor.",
+    "A mass is felt in the right hypochondrium.",
+    "Keep the food down on the lower shelf.",
     "The kidney stone was removed last year and the back office called.",
 ])
 def test_unrelated_sentences_give_nothing(text):

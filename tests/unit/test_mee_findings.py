@@ -217,3 +217,14 @@ def test_word_search_does_not_see_the_denied_findings(mee):
     assert index.queries and all(q == query for q in index.queries)
     off = HKI(_Index(), kg=None, ranker=_RecordingRanker(), config=HKIConfig(mask_denied_in_text=False))
     assert off.retrieve(ex, text, RetrievalParams(sources=("B",))).queries[0] == text
+
+
+def test_a_typo_keeps_its_first_letters():
+    from agents.mee.extractor import plausible_typo
+
+    assert plausible_typo("vomitting", "vomiting") and plausible_typo("apetite", "appetite")
+    assert plausible_typo("persistant cough", "persistent cough")
+    assert not plausible_typo("pitching", "itching") and not plausible_typo("nagging", "gagging")
+    assert not plausible_typo("oriented", "disoriented")
+    assert not plausible_typo("trouble keeping", "trouble sleeping")
+    assert not plausible_typo("", "cough")
