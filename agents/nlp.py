@@ -108,6 +108,12 @@ PERSISTENCE_PHRASES: tuple[str, ...] = (
     "does not get better", "not getting better", "won't quit", "no matter what",
 )
 
+# Test names that hold a cue word: "free T4 is high" denies nothing ("free" is a negation cue in "pain-free").
+TEST_NAME_PHRASES: tuple[str, ...] = (
+    "free T4", "free T3", "free thyroxine", "free triiodothyronine", "free testosterone", "free cortisol",
+    "free light chains", "free light chain", "free fatty acids", "free air", "free fluid", "free water",
+)
+
 # Section headers frequent in short clinical presentations (added to medspaCy's default section rules, which
 # already hold "History:", "Past medical history:", "PMH:", "Family history:", "Social history:", ...). Past-history
 # sections flag their entities as historical (agents.mee.sections bounds how far a header reaches).
@@ -199,7 +205,7 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
             {"LOWER": "illness"}]),
     ])
     # "a cough that won't go away", "a rash I can't get rid of": a complaint that persists, not a denial
-    context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO") for lit in PERSISTENCE_PHRASES])
+    context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO") for lit in PERSISTENCE_PHRASES + TEST_NAME_PHRASES])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
     _headers_need_colon_or_line_start(sectionizer)

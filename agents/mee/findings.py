@@ -63,6 +63,20 @@ FINDING_CONCEPTS: dict[str, FindingConcept] = {
     "hypocalcemia": FindingConcept("Hypocalcemia", ("HP:0002901",)),
     "elevated hba1c": FindingConcept("Elevated hemoglobin A1c", ("HP:0040217",)),
     "elevated esr": FindingConcept("Elevated erythrocyte sedimentation rate", ("HP:0003565",)),
+    "elevated alt": FindingConcept("Elevated circulating alanine aminotransferase concentration", ("HP:0031964",)),
+    "elevated ast": FindingConcept("Elevated circulating aspartate aminotransferase concentration", ("HP:0031956",)),
+    "elevated alp": FindingConcept("Elevated circulating alkaline phosphatase concentration", ("HP:0003155",)),
+    "hyperbilirubinemia": FindingConcept("Hyperbilirubinemia", ("HP:0002904",)),
+    "hypoalbuminemia": FindingConcept("Hypoalbuminemia", ("HP:0003073",)),
+    "decreased mcv": FindingConcept("Decreased mean corpuscular volume", ("HP:0025066",)),
+    "increased mcv": FindingConcept("Increased mean corpuscular volume", ("HP:0005518",)),
+    "decreased tsh": FindingConcept("Decreased thyroid-stimulating hormone level", ("HP:0031098",)),
+    "elevated tsh": FindingConcept("Elevated circulating thyroid-stimulating hormone concentration", ("HP:0002925",)),
+    "decreased free t4": FindingConcept("Decreased circulating free T4 concentration", ("HP:0033078",)),
+    "increased free t4": FindingConcept("Increased circulating free T4 concentration", ("HP:0033077",)),
+    "elevated ck": FindingConcept("Elevated circulating creatine kinase concentration", ("HP:0003236",)),
+    "decreased ferritin": FindingConcept("Decreased circulating ferritin concentration", ("HP:0012343",)),
+    "increased ferritin": FindingConcept("Increased circulating ferritin concentration", ("HP:0003281",)),
 }
 
 

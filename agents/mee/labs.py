@@ -23,6 +23,15 @@ urea nitrogen                                                elevated > 20 mg/dL
 calcium            hypocalcemia < 8.5 mg/dL                  hypercalcemia > 10.5 mg/dL
 HbA1c                                                        elevated >= 5.7 %
 ESR                                                          elevated > 20 mm/h (women > 30)
+ALT, AST                                                     elevated > 40 U/L
+alkaline phosph.                                             elevated > 150 U/L (adults only)
+bilirubin                                                    hyperbilirubinemia > 1.2 mg/dL
+albumin            hypoalbuminemia < 3.5 g/dL
+MCV                decreased < 80 fL                         increased > 100 fL
+TSH                decreased < 0.4 mU/L                      elevated > 4.5 mU/L
+free T4            decreased < 0.8 ng/dL                     increased > 1.8 ng/dL
+creatine kinase                                              elevated > 200 U/L
+ferritin           decreased < 15 ng/mL (WHO, iron stores)   increased > 300 ng/mL (women > 200)
 =================  ========================================  =======================================
 
 **Results in words** (:func:`find_lab_phrases`): the table ``lab_phrases.tsv`` next to this module lists, per
@@ -122,6 +131,26 @@ def _hba1c(v: float, unit: str) -> float | None:
     return v if 3 <= v <= 20 else None
 
 
+def _bilirubin(v: float, unit: str) -> float | None:
+    if "mol" in unit.lower() or (not unit and v > 40):
+        v = v / 17.1                     # umol/L -> mg/dL
+    return v if 0.05 <= v <= 60 else None
+
+
+def _albumin(v: float, unit: str) -> float | None:
+    u = unit.lower().replace(" ", "")
+    if u == "g/l" or (not u and v > 10):
+        v = v / 10
+    return v if 0.5 <= v <= 7 else None
+
+
+def _free_t4(v: float, unit: str) -> float | None:
+    if "mol" in unit.lower() or (not unit and v > 6):
+        v = v / 12.87                    # pmol/L -> ng/dL
+    return v if 0.05 <= v <= 10 else None
+
+
+_UL = r"(?:U|IU|units?)\s*/\s*L\b"
 _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("hba1c", r"(?:h(?:a)?emoglobin\s*A1c|(?-i:HbA1c|HbA1C|Hb\s*A1c|A1c|A1C)|glyc(?:ated|osylated)\s+"
                       r"h(?:a)?emoglobin)", r"%|mmol\s*/\s*mol\b", _hba1c),
@@ -143,6 +172,23 @@ _ANALYTES: tuple[_Analyte, ...] = (
              _calcium, short=True),
     _Analyte("esr", r"(?:(?:erythrocyte\s+)?sedimentation\s+rate|(?-i:ESR))", r"mm\s*/\s*h(?:r|our)?\b|mm\s+in\s+"
              r"(?:the\s+first\s+|1\s+)?hour\b", _plain(0, 200)),
+    _Analyte("alt", r"(?:alanine\s+(?:amino)?transaminase|alanine\s+aminotransferase|(?-i:ALT|SGPT))", _UL,
+             _plain(1, 20_000)),
+    _Analyte("ast", r"(?:aspartate\s+(?:amino)?transaminase|aspartate\s+aminotransferase|(?-i:AST|SGOT))", _UL,
+             _plain(1, 20_000)),
+    _Analyte("alp", r"(?:alkaline\s+phosphatase|(?-i:ALP|ALKP))", _UL, _plain(5, 10_000)),
+    _Analyte("bilirubin", r"(?:(?:total|direct|indirect|conjugated|unconjugated|serum)\s+)?bilirubin|(?-i:T\.?\s?bili)",
+             _MGDL + r"|(?:\u00b5|u|\u03bc|micro)mol\s*/\s*L\b", _bilirubin),
+    _Analyte("albumin", r"(?:(?:serum\s+)?albumin(?![\s-]+(?:to|/)[\s-]*creatinine))", r"g\s*/\s*dL\b|g\s*/\s*L\b",
+             _albumin),
+    _Analyte("mcv", r"(?:mean\s+corpuscular\s+volume|(?-i:MCV))", r"f[lL]\b|\u00b5m3|um3|\u00b5m\u00b3",
+             _plain(40, 150)),
+    _Analyte("tsh", r"(?:thyroid[\s-]+stimulating\s+hormone|(?-i:TSH)|thyrotropin)",
+             r"(?:m|\u00b5|u|\u03bc|micro)I?U\s*/\s*m?L\b", _plain(0.0, 500)),
+    _Analyte("free t4", r"(?:free\s+(?:T4|thyroxine)|(?-i:FT4|fT4))", r"ng\s*/\s*dL\b|pmol\s*/\s*L\b", _free_t4),
+    _Analyte("ck", r"(?:creatine\s+(?:phospho)?kinase|(?-i:CK|CPK))", _UL, _plain(1, 500_000)),
+    _Analyte("ferritin", r"(?:(?:serum\s+)?ferritin)", r"ng\s*/\s*mL\b|(?:\u00b5|u|\u03bc)g\s*/\s*L\b",
+             _plain(0.5, 100_000)),
 )
 _LAB_PATTERNS = [
     (a, re.compile(r"(?<![\w-])(?P<name>" + a.name + r")(?![\w-])(?!\s+(?:clearance|tolerance|chloride|bicarbonate|"
@@ -218,12 +264,36 @@ def lab_finding(reading: Reading, sex: str | None = None, age_years: float | Non
         key = "elevated hba1c" if v >= 5.7 else None
     elif a == "esr":
         key = "elevated esr" if v > (30 if sex == "female" else 20) else None
+    elif a in ("alt", "ast"):
+        key = f"elevated {a}" if v > 40 else None
+    elif a == "alp":
+        # children's bones make alkaline phosphatase: the adult limit says nothing below 18
+        key = "elevated alp" if v > 150 and (age_years is None or age_years >= 18) else None
+    elif a == "bilirubin":
+        key = "hyperbilirubinemia" if v > 1.2 else None
+    elif a == "albumin":
+        key = "hypoalbuminemia" if v < 3.5 else None
+    elif a == "mcv":
+        key = "decreased mcv" if v < 80 else "increased mcv" if v > 100 else None
+    elif a == "tsh":
+        key = "decreased tsh" if v < 0.4 else "elevated tsh" if v > 4.5 else None
+    elif a == "free t4":
+        key = "decreased free t4" if v < 0.8 else "increased free t4" if v > 1.8 else None
+    elif a == "ck":
+        key = "elevated ck" if v > 200 else None
+    elif a == "ferritin":
+        key = "decreased ferritin" if v < 15 else \
+            "increased ferritin" if v > (200 if sex == "female" else 300) else None
     return finding(reading, key)
 
 
 # ---------------------------------------------------------------------------------------------- results in words
 
-_HIGH = r"(?:elevated|increased|raised|high|higher|rising|positive|abnormally\s+high)"
+_HIGH = (r"(?:elevated|increased|raised|high|higher|rising|positive|abnormally\s+high|"
+         # "lipase is three times the upper limit of normal", "ALT 5x ULN", "above the normal range"
+         r"(?:(?:more\s+than|over|about|nearly|almost)\s+)?"
+         r"(?:\d+(?:\.\d+)?|two|three|four|five|six|seven|eight|nine|ten|several)[\s-]*(?:times|fold|x|\u00d7)\s+(?:the\s+)?(?:upper\s+limit(?:\s+of\s+(?:the\s+)?normal)?"
+         r"(?:\s+range)?|(?-i:ULN)|normal)|above\s+(?:the\s+)?(?:upper\s+limit\s+of\s+)?normal(?:\s+range)?)")
 _LOW = r"(?:low|lower|decreased|reduced|depressed|diminished|suppressed|falling|abnormally\s+low)"
 _POSITIVE = r"(?:positive|reactive|detected|present|elevated|raised|high|increased)"
 _PROLONGED = r"(?:prolonged|elevated|increased|raised|high)"

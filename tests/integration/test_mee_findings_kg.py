@@ -82,6 +82,16 @@ def test_a_complaint_that_persists_is_not_denied(mee):
     assert by_name["fever"].negated
 
 
+def test_a_test_name_holding_a_cue_word_denies_nothing(mee):
+    """"free T4" is a test, not "free of": the low TSH before it stays positive, and a liver panel reads as findings."""
+    ex = mee.extract("TSH is low and free T4 is high. ALT 1200 U/L, total bilirubin 5.2 mg/dL. She is pain free.")
+    by_name = {e.concept_name: e for e in ex.entities if e.concept_name}
+    for name in ("Decreased thyroid-stimulating hormone level", "Increased circulating free T4 concentration",
+                 "Elevated circulating alanine aminotransferase concentration", "Hyperbilirubinemia"):
+        assert name in by_name and not by_name[name].negated, (name, sorted(by_name))
+    assert by_name["pain"].negated
+
+
 def test_single_high_reading_is_not_the_disease(kg):
     """The blood-pressure finding reaches the diseases annotated with hypertension (as a narrower term) without
     being the same concept as the disease hypertension."""

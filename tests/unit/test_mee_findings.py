@@ -228,3 +228,4 @@ def test_a_typo_keeps_its_first_letters():
     assert not plausible_typo("oriented", "disoriented")
     assert not plausible_typo("trouble keeping", "trouble sleeping")
     assert not plausible_typo("", "cough")
+

@@ -138,6 +138,20 @@ def test_temperature_units_inferred_from_the_value():
     ("calcium 1.8 mmol/L", "calcium", 7.21, "hypocalcemia"),
     ("Hemoglobin A1c 8.2%", "hba1c", 8.2, "elevated hba1c"),
     ("ESR 80 mm/h", "esr", 80, "elevated esr"),
+    ("ALT 1200 U/L", "alt", 1200, "elevated alt"),
+    ("aspartate aminotransferase 35 IU/L", "ast", 35, None),
+    ("alkaline phosphatase 320 U/L", "alp", 320, "elevated alp"),
+    ("total bilirubin 5.2 mg/dL", "bilirubin", 5.2, "hyperbilirubinemia"),
+    ("bilirubin 85 umol/L", "bilirubin", 4.97, "hyperbilirubinemia"),
+    ("albumin 21 g/L", "albumin", 2.1, "hypoalbuminemia"),
+    ("MCV is 68 fL", "mcv", 68, "decreased mcv"),
+    ("MCV 112 fL", "mcv", 112, "increased mcv"),
+    ("TSH 0.01 mU/L", "tsh", 0.01, "decreased tsh"),
+    ("TSH of 8.2 mIU/L", "tsh", 8.2, "elevated tsh"),
+    ("free T4 3.2 ng/dL", "free t4", 3.2, "increased free t4"),
+    ("free T4 9 pmol/L", "free t4", 0.7, "decreased free t4"),
+    ("creatine kinase 12,000 U/L", "ck", 12000, "elevated ck"),
+    ("ferritin 8 ng/mL", "ferritin", 8, "decreased ferritin"),
 ])
 def test_reads_laboratory_values(text, analyte, value, key):
     [r] = read_lab_values(text)
@@ -150,7 +164,8 @@ def test_reads_laboratory_values(text, analyte, value, key):
     "potassium chloride 20 mEq", "sodium bicarbonate 50 mEq/L", "vitamin K 10 mg", "K 4", "Ca 9",
     "creatinine clearance 45 mL/min", "urine sodium 10 mEq/L", "ionized calcium 1.1 mmol/L",
     "oral glucose tolerance test", "low sodium diet", "CA 125 of 300 U/mL", "Ca-125 45", "Hb electrophoresis",
-    "a grade 3/6 systolic murmur", "pain 8/10",
+    "a grade 3/6 systolic murmur", "pain 8/10", "urine albumin 300 mg", "albumin-to-creatinine ratio 40",
+    "CK-MB 25 U/L", "ALT 35 U/L",
 ])
 def test_not_laboratory_values(text):
     assert [f for f in find_labs(text) if f.abnormal] == []
@@ -164,6 +179,14 @@ def test_sex_and_age_dependent_limits():
     [cr] = read_lab_values("creatinine 1.2 mg/dL")
     assert lab_finding(cr, sex="female").key == "elevated creatinine"
     assert lab_finding(cr, sex="male").key is None
+
+
+def test_childrens_alkaline_phosphatase_is_not_read_by_the_adult_limit():
+    [alp] = read_lab_values("ALP 300 U/L")
+    assert lab_finding(alp, age_years=10).key is None
+    assert lab_finding(alp, age_years=40).key == lab_finding(alp).key == "elevated alp"
+    [fe] = read_lab_values("ferritin 250 ng/mL")
+    assert lab_finding(fe, sex="female").key == "increased ferritin" and lab_finding(fe, sex="male").key is None
 
 
 def test_usmle_lab_table():
@@ -205,6 +228,10 @@ def test_usmle_lab_table():
     ("the urine dip showed blood", "SYMP:0000040", False, "urine dip showed blood"),
     ("Urinalysis shows leukocytes", "HP:0012085", False, "Urinalysis shows leukocytes"),
     ("nitrites are negative", "HP:0031812", True, "nitrites are negative"),
+    ("Serum lipase is three times the upper limit of normal", "HP:0032932", False,
+     "Serum lipase is three times the upper limit of normal"),
+    ("amylase is 5x ULN", "HP:0410288", False, "amylase is 5x ULN"),
+    ("free T4 is high", "HP:0033077", False, "free T4 is high"),
 ])
 def test_results_in_words(text, concept, negated, span):
     [f] = find_lab_phrases(text)
