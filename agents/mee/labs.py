@@ -293,7 +293,8 @@ _HIGH = (r"(?:elevated|increased|raised|high|higher|rising|positive|abnormally\s
          # "lipase is three times the upper limit of normal", "ALT 5x ULN", "above the normal range"
          r"(?:(?:more\s+than|over|about|nearly|almost)\s+)?"
          r"(?:\d+(?:\.\d+)?|two|three|four|five|six|seven|eight|nine|ten|several)[\s-]*(?:times|fold|x|\u00d7)\s+"
-         r"(?:the\s+)?(?:upper\s+limit(?:\s+of\s+(?:the\s+)?normal)?(?:\s+range)?|(?-i:ULN)|normal)|above\s+(?:the\s+)?(?:upper\s+limit\s+of\s+)?normal(?:\s+range)?)")
+         r"(?:the\s+)?(?:upper\s+limit(?:\s+of\s+(?:the\s+)?normal)?(?:\s+range)?|(?-i:ULN)|normal)"
+         r"|above\s+(?:the\s+)?(?:upper\s+limit\s+of\s+)?normal(?:\s+range)?)")
 _LOW = r"(?:low|lower|decreased|reduced|depressed|diminished|suppressed|falling|abnormally\s+low)"
 _POSITIVE = r"(?:positive|reactive|detected|present|elevated|raised|high|increased)"
 _PROLONGED = r"(?:prolonged|elevated|increased|raised|high)"
