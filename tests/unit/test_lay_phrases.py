@@ -84,6 +84,9 @@ def test_body_part_forms(text, name):
     ("tenderness in the epigastrium", "Epigastric pain"),
     ("I have trouble keeping food down", "vomiting"),
     ("she can't keep anything down", "vomiting"),
+    ("weakness of the face, arm, or leg, especially on one side of the body", "hemiparesis"),
+    ("trouble speaking or understanding speech", "Abnormal speech pattern"),
+    ("he can't get his words out", "Abnormal speech pattern"),
 ])
 def test_phrases(text, name):
     assert name in names(text)
