@@ -87,6 +87,20 @@ def test_body_part_forms(text, name):
     ("weakness of the face, arm, or leg, especially on one side of the body", "hemiparesis"),
     ("trouble speaking or understanding speech", "Abnormal speech pattern"),
     ("he can't get his words out", "Abnormal speech pattern"),
+    ("I noticed blood in my urinating", "hematuria"),
+    ("I unknowingly lose weight", "weight loss"),
+    ("visual disruptions and eyesight difficulties", "Visual impairment"),
+    ("seeing things as distorted", "Metamorphopsia"),
+    ("My throat and mouth are dry", "dry mouth"),
+    ("I've been growing increasingly hungry", "polyphagia"),
+    ("I'm losing hair", "hair loss"),
+    ("My skin is getting quite dry", "Dry skin"),
+    ("a metallic aftertaste", "Parageusia"),
+    ("excruciating joint and muscular pain", "joint pain"),
+    ("excruciating joint and muscular pain", "muscle pain"),
+    ("cuts and bruises take a long time to heal", "poor wound healing"),
+    ("my anus bleeds", "hematochezia"),
+    ("swelling joints", "Joint swelling"),
 ])
 def test_phrases(text, name):
     assert name in names(text)
@@ -98,6 +112,7 @@ def test_phrases(text, name):
     "He climbed the stairs to the second floor.",
     "A mass is felt in the right hypochondrium.",
     "Keep the food down on the lower shelf.",
+    "I am trying to lose weight before the wedding.",
     "The kidney stone was removed last year and the back office called.",
 ])
 def test_unrelated_sentences_give_nothing(text):
