@@ -67,7 +67,23 @@ _BOILERPLATE = re.compile(
     r"|You can use the MedlinePlus Medical Dictionary to look up"
     r"|To enlarge the videos?(?: appearing on this page)?, click the brackets"
     r"|(?:This|The) (?:table|list) below (?:includes|lists|shows)"
-    r"|These resources address the diagnosis or management of)", re.I)
+    r"|These resources address the diagnosis or management of"
+    # GARD's explanation of the HPO frequency table, sentence by sentence
+    r"|The Human Phenotype Ontology \(HPO\) has collected information on how often"
+    r"|Much of this information comes from Orphanet"
+    r"|The frequency of a sign or symptom is usually listed"
+    r"|The frequency may also be listed as a fraction"
+    r"|The first number of the fraction is"
+    r"|For example, a frequency of \d+/\d+ means"
+    r"|Because these frequencies are based on a specific study"
+    r"|Sometimes, no information on frequency is available"
+    r"|In these cases, the sign or symptom may be rare or common"
+    # MedlinePlus and NCI page furniture
+    r"|These resources from MedlinePlus offer information about"
+    r"|For more specific results, refine the search"
+    r"|(?:General )?information about clinical trials is available from the NCI website"
+    r"|These have been retrieved from NCI's listing of clinical trials"
+    r"|Talk with your doctor about clinical trials)", re.I)
 
 
 def is_boilerplate(sentence: str) -> bool:

@@ -76,6 +76,11 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
     assert demographic_factor("prostate cancer", 25, "female", cfg) == cfg.sex_mismatch
     assert demographic_factor("ovarian cyst", 60, "male", cfg) == cfg.sex_mismatch
     assert demographic_factor("prostate cancer", 70, "male", cfg) == 1.0
+    assert demographic_factor("HELLP syndrome", 35, "male", cfg) == cfg.sex_mismatch
+    assert demographic_factor("severe pre-eclampsia", 35, "male", cfg) == cfg.sex_mismatch
+    assert demographic_factor("premenstrual tension", 22, "male", cfg) == cfg.sex_mismatch
+    assert demographic_factor("orchitis", 30, "female", cfg) == cfg.sex_mismatch
+    assert demographic_factor("HELLP syndrome", 35, "female", cfg) == 1.0
     assert demographic_factor("juvenile idiopathic arthritis", 40, None, cfg) == cfg.age_mismatch
     assert demographic_factor("juvenile idiopathic arthritis", 9, None, cfg) == 1.0
     assert demographic_factor("sudden infant death syndrome", 72, "female", cfg) == cfg.age_mismatch

@@ -237,7 +237,15 @@ def test_a_question_heading_and_page_furniture_are_not_quoted_but_the_lead_still
      "condition.", True),
     ("You can use the MedlinePlus Medical Dictionary to look up the definitions for these medical terms.", True),
     ("To enlarge the video, click the brackets in the lower right-hand corner.", True),
+    ("Much of this information comes from Orphanet, a European rare disease database.", True),
+    ("The first number of the fraction is how many people had the symptom, and the second number is the total number "
+     "of people who were examined in one study.", True),
+    ("For example, a frequency of 25/25 means that in a study of 25 people all patients were found to have that "
+     "symptom.", True),
+    ("In these cases, the sign or symptom may be rare or common.", True),
+    ("General information about clinical trials is available from the NCI website.", True),
     (STATEMENT, False),
+    ("The frequency of attacks rises in winter.", False),
     ("The Human Phenotype Ontology lists ataxia for this condition.", False),
 ])
 def test_page_furniture(sentence, furniture):
