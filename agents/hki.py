@@ -8,6 +8,8 @@ source role, score in [0, 1] and provenance.
 """
 from __future__ import annotations
 
+import re
+
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -62,6 +64,15 @@ class RetrievalParams:
                    mined_strength=getattr(cfg, "mined_strength", None))
 
 
+# A number with its unit, as written in vital signs and test results ("38.9 °C", "1200 U/L", "5.2 mg/dL",
+# "18 x 10^9/L", "110/70 mm Hg", "92%"); a bare number too ("Hb 7.2"). Words around it stay.
+_MEASUREMENT = re.compile(
+    r"(?<![\w-])(?<!type )(?<!stage )(?<!grade )\d+(?:[.,/]\d+)*(?:\s*[x\u00d7]\s*10\s*\^?\s*\d+)?"
+    r"(?:\s*/?\s*(?:%|\u00b0\s*[CF]\b|(?:mm\s*Hg|mmHg|mg|g|mmol|\u00b5mol|\u03bcmol|umol|mEq|U|IU|mU|mIU|\u00b5IU|uIU|"
+    r"ng|pg|\u00b5g|ug|fL|mm3|mm|cm|kg|lbs?|L|dL|mL|min|bpm|K|cells)(?:\s*/\s*[A-Za-z\u00b5\u03bc0-9^\u00b3]+)*\b))?"
+    r"(?![\w-])", re.I)
+
+
 @dataclass(frozen=True)
 class HKIConfig:
     """How HKI scores and mixes what it retrieves (the relevance of each evidence item, the text/KG fusion).
@@ -82,6 +93,9 @@ class HKIConfig:
     # Word search cannot read "no fever": blank the denied findings out of the presentation before the chunk and
     # page searches (the KG ranking reads them as denied findings).
     mask_denied_in_text: bool = True
+    # Word search cannot read "ALT 1200 U/L" either: its numbers and unit letters ("1200", "u", "l", "5", "2") match
+    # disease names such as L-2-hydroxyglutaric aciduria; the measured values are findings already (hyperbilirubinemia).
+    drop_measurements_in_text: bool = True
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
     concept_scale: float = 0.95        # a candidate's concept card, relative to its triples
@@ -420,14 +434,16 @@ class HKI:
     def _text_query(self, presentation: str, extraction: Extraction | None) -> str:
         """The presentation as the word searches see it: with ``mask_denied_in_text``, the denied findings'
         words blanked out ("No fever, no loin pain" must not find fever pages)."""
-        if not self.config.mask_denied_in_text or extraction is None:
-            return presentation
-        spans = [(e.start, e.end) for e in extraction.negated() if e.start is not None and e.start >= 0]
-        if not spans:
-            return presentation
-        from .mee.findings import mask  # noqa: PLC0415
+        text = presentation
+        if self.config.mask_denied_in_text and extraction is not None:
+            spans = [(e.start, e.end) for e in extraction.negated() if e.start is not None and e.start >= 0]
+            if spans:
+                from .mee.findings import mask  # noqa: PLC0415
 
-        return mask(presentation, spans)
+                text = mask(text, spans)
+        if self.config.drop_measurements_in_text:
+            text = _MEASUREMENT.sub(lambda m: " " * len(m.group(0)), text)
+        return text
 
     def _disease_of(self, focus: str) -> str | None:
         """The KG disease a reference document is about (its focus), if the name resolves."""
