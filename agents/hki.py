@@ -9,7 +9,6 @@ source role, score in [0, 1] and provenance.
 from __future__ import annotations
 
 import re
-
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -433,7 +432,8 @@ class HKI:
     # ---- helpers -------------------------------------------------------------------------------------------
     def _text_query(self, presentation: str, extraction: Extraction | None) -> str:
         """The presentation as the word searches see it: with ``mask_denied_in_text``, the denied findings'
-        words blanked out ("No fever, no loin pain" must not find fever pages)."""
+        words blanked out ("No fever, no loin pain" must not find fever pages); with ``drop_measurements_in_text``,
+        the measured values and their units too (offsets kept)."""
         text = presentation
         if self.config.mask_denied_in_text and extraction is not None:
             spans = [(e.start, e.end) for e in extraction.negated() if e.start is not None and e.start >= 0]
