@@ -445,6 +445,13 @@ class HKI:
             text = _MEASUREMENT.sub(lambda m: " " * len(m.group(0)), text)
         return text
 
+    def _onset(self, did: str) -> tuple[str, ...]:
+        """HPO's ages of onset of a KG disease (empty when none is annotated)."""
+        graph = getattr(self.kg, "graph", None)
+        if graph is None or did not in graph:
+            return ()
+        return tuple(graph.nodes[did].get("onset") or ())
+
     def _disease_of(self, focus: str) -> str | None:
         """The KG disease a reference document is about (its focus), if the name resolves."""
         if not focus:
@@ -531,7 +538,8 @@ class HKI:
                 continue
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
-            factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None))
+            factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
+                                        self._onset(did))
             known = explained.get(did)
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={

@@ -215,6 +215,7 @@ class _KGIndex:
         self.n_ann = {d: len(fs) for d, fs in per_disease.items()}
         self.n_diseases = max(1, len(per_disease))
         self.names = {n: str(nodes[n].get("name") or n) for n in self.category}
+        self.onset = {n: tuple(a["onset"]) for n, a in g.nodes(data=True) if a.get("onset")}
         self._profiles: dict[tuple[str, bool], dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = {}
         self._idf: dict[str, float] = {}
         self._desc: dict[str, int] = {}
@@ -428,14 +429,21 @@ _FEMALE_ONLY = re.compile(r"\b(ovar\w*|uter\w*|cervi\w*|vagin\w*|vulv\w*|endomet
 _PEDIATRIC = re.compile(r"\b(neonatal|newborn|infant|infants|infantile|infancy|childhood|juvenile|congenital)\b", re.I)
 
 
-def demographic_factor(name: str, age: float | None, sex: str | None, cfg: RankerConfig | None = None) -> float:
+# HPO ages of onset (knowledge.kg.parsers.HPO_ONSETS) that say a disease begins before or in infancy
+EARLY_ONSETS = frozenset({"antenatal", "congenital", "neonatal", "infantile"})
+
+
+def demographic_factor(name: str, age: float | None, sex: str | None, cfg: RankerConfig | None = None,
+                       onset: Iterable[str] | None = None) -> float:
     """A soft penalty for a disease whose name ties it to the other sex (prostate, ovary, pregnancy ...) or, for an
-    adult, to infancy/childhood: ``sex_mismatch`` / ``age_mismatch`` of the ranker's config, else 1."""
+    adult, to infancy/childhood — by its name, or by HPO's ages of onset when every one annotated is infancy or
+    earlier (biliary atresia): ``sex_mismatch`` / ``age_mismatch`` of the ranker's config, else 1."""
     cfg = cfg or RankerConfig()
     factor = 1.0
     if (sex == "male" and _FEMALE_ONLY.search(name)) or (sex == "female" and _MALE_ONLY.search(name)):
         factor *= cfg.sex_mismatch
-    if age is not None and age >= 18 and _PEDIATRIC.search(name):
+    onsets = set(onset or ())
+    if age is not None and age >= 18 and (_PEDIATRIC.search(name) or (onsets and onsets <= EARLY_ONSETS)):
         factor *= cfg.age_mismatch
     return factor
 
@@ -587,7 +595,7 @@ class KGRanker:
                 m = neg_prof[g].get(d)
                 if m is not None:
                     score *= 1.0 - cfg.negation_mu * m[0]
-            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg)
+            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, getattr(idx, "onset", {}).get(d))
             if score > 0:
                 scored.append((score, d))
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))

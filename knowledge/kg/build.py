@@ -32,7 +32,7 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-6"
+BUILDER_VERSION = "kg-7"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", *vocab.VOCAB_SOURCES)
@@ -516,6 +516,11 @@ def ingest_hpo(b: _Builder, folder: Path) -> None:
     for tl in target.values():
         for d in tl:
             merged_count[d] += 1
+    # ages of onset (aspect C): a DO term merging several OMIM/ORPHA diseases gets the union
+    for did, labels in parsers.read_hpoa_onsets(folder / "phenotype.hpoa").items():
+        for d in target.get(did, ()):
+            b.nodes[d]["onset"] = sorted(set(b.nodes[d].get("onset") or ()) | labels)
+            rep["hpo_diseases_with_onset"] += 1
     for ann in annotations:
         ph = ann.phenotype if ann.phenotype in b.nodes else hp_redirect.get(ann.phenotype)
         if ph is None or ph not in b.nodes:

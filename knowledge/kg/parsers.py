@@ -339,6 +339,36 @@ def read_hpoa(path: Path) -> tuple[dict[str, str], list[HpoAnnotation], int]:
     return names, annotations, negated
 
 
+# HPO "Onset" terms (phenotype.hpoa aspect C) -> a short label
+HPO_ONSETS = {
+    "HP:0030674": "antenatal", "HP:0011460": "antenatal", "HP:0011461": "antenatal", "HP:0034199": "antenatal",
+    "HP:0003577": "congenital", "HP:0003623": "neonatal", "HP:0003593": "infantile", "HP:0410280": "pediatric",
+    "HP:0011463": "childhood", "HP:0003621": "juvenile", "HP:0003581": "adult", "HP:0011462": "adult",
+    "HP:0003596": "adult", "HP:0003584": "adult",
+}
+
+
+def read_hpoa_onsets(path: Path) -> dict[str, set[str]]:
+    """phenotype.hpoa, aspect C: each disease's annotated ages of onset (labels of :data:`HPO_ONSETS`)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    with open(path, encoding="utf-8") as fh:
+        header: list[str] | None = None
+        for line in fh:
+            if line.startswith("#"):
+                continue
+            parts = line.rstrip("\n").split("\t")
+            if header is None:
+                header = parts
+                idx = {h: i for i, h in enumerate(header)}
+                continue
+            if len(parts) < len(header) or parts[idx["aspect"]] != "C" or parts[idx["qualifier"]] == "NOT":
+                continue
+            label = HPO_ONSETS.get(parts[idx["hpo_id"]])
+            if label:
+                out[parts[idx["database_id"]]].add(label)
+    return dict(out)
+
+
 # ---------------------------------------------------------------- HSDN, PharmacotherapyDB
 def read_hsdn(path: Path) -> list[dict[str, str]]:
     return list(_tsv(path))

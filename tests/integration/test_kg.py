@@ -107,6 +107,16 @@ def test_hpo_disease_merged_into_do(kg):
     assert _ids(kg.lookup("OMIM:154700"))[0] == MARFAN
 
 
+def test_hpo_ages_of_onset_are_node_attributes(kg):
+    """phenotype.hpoa's aspect-C onset terms become each disease's ``onset`` labels (merged into DO terms too)."""
+    with_onset = [a["onset"] for _, a in kg.graph.nodes(data=True) if a.get("onset")]
+    assert len(with_onset) > 1000
+    assert {x for o in with_onset for x in o} <= {"antenatal", "congenital", "neonatal", "infantile", "pediatric",
+                                                   "childhood", "juvenile", "adult"}
+    [atresia] = kg.lookup("biliary atresia", categories=("disease",))[:1]
+    assert atresia.id.startswith("DOID:") and kg.graph.nodes[atresia.id]["onset"] == ["infantile"]
+
+
 def test_unmapped_hpo_diseases_are_own_nodes(kg):
     own = [n for n, a in kg.graph.nodes(data=True) if n.startswith(("OMIM:", "ORPHA:"))]
     assert len(own) > 1000

@@ -81,6 +81,11 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
     assert demographic_factor("premenstrual tension", 22, "male", cfg) == cfg.sex_mismatch
     assert demographic_factor("orchitis", 30, "female", cfg) == cfg.sex_mismatch
     assert demographic_factor("HELLP syndrome", 35, "female", cfg) == 1.0
+    # HPO's ages of onset: all of them infancy or earlier -> the adult penalty; any later one -> none
+    assert demographic_factor("biliary atresia", 35, "male", cfg, onset=("infantile",)) == cfg.age_mismatch
+    assert demographic_factor("biliary atresia", 0.2, "male", cfg, onset=("infantile",)) == 1.0
+    assert demographic_factor("Fabry disease", 35, "male", cfg, onset=("childhood", "adult")) == 1.0
+    assert demographic_factor("Alport syndrome", 35, None, cfg, onset=("congenital", "juvenile")) == 1.0
     assert demographic_factor("juvenile idiopathic arthritis", 40, None, cfg) == cfg.age_mismatch
     assert demographic_factor("juvenile idiopathic arthritis", 9, None, cfg) == 1.0
     assert demographic_factor("sudden infant death syndrome", 72, "female", cfg) == cfg.age_mismatch
