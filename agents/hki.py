@@ -518,8 +518,11 @@ class HKI:
             return {"knowledge_score": round(knowledge.get(did, 0.0), 4), "model_reason": x.reason if x else ""}
 
         fused: list[Candidate] = []
+        rcfg = getattr(self.ranker, "config", None)
         for c in candidates:
             score, why, origins, ranks = parts(c.concept_id)
+            # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
+            score *= demographic_factor(c.name, age, sex, rcfg, self._onset(c.concept_id))
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks)}))

@@ -91,3 +91,25 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
     assert demographic_factor("sudden infant death syndrome", 72, "female", cfg) == cfg.age_mismatch
     assert demographic_factor("sudden infant death syndrome", 0.3, None, cfg) == 1.0
     assert demographic_factor("cystitis", None, None, cfg) == 1.0
+
+
+def test_fusion_keeps_the_age_and_sex_penalty_of_ranked_candidates():
+    """The KG ranking's score carries the demographic penalty but rank fusion reads only its rank: a pregnancy
+    condition ranked first by the KG and by its page must still fall behind for a man."""
+    from agents.hki import HKI, RetrievalParams
+    from agents.types import Candidate
+
+    class _NoConcepts:          # the two ranked diseases need no look-up; nothing else is asked
+        graph = None
+
+        def concept(self, cid):
+            return None
+
+    hki = HKI(index=None, kg=_NoConcepts(), ranker=None)
+    ranked = [Candidate(concept_id="D:1", name="severe pre-eclampsia", score=1.0),
+              Candidate(concept_id="D:2", name="acute viral hepatitis", score=0.9)]
+    p = RetrievalParams()
+    fused = hki._fuse(ranked, {}, p, age=35, sex="male", page_rank={"D:1": 1, "D:2": 2})
+    assert [c.concept_id for c in fused] == ["D:2", "D:1"]
+    same = hki._fuse(ranked, {}, p, age=35, sex="female", page_rank={"D:1": 1, "D:2": 2})
+    assert [c.concept_id for c in same] == ["D:1", "D:2"]
