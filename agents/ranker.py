@@ -595,7 +595,7 @@ class KGRanker:
                 m = neg_prof[g].get(d)
                 if m is not None:
                     score *= 1.0 - cfg.negation_mu * m[0]
-            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, getattr(idx, "onset", {}).get(d))
+            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d))
             if score > 0:
                 scored.append((score, d))
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))

@@ -227,6 +227,27 @@ def read_lab_values(text: str) -> list[Reading]:
     return sorted(kept, key=lambda r: r.start)
 
 
+# Analytes with fixed limits: analyte -> (finding below, low limit, finding above, high limit); the others (sex-,
+# age-dependent or inclusive limits) are read in lab_finding.
+_LIMITS: dict[str, tuple[str | None, float | None, str | None, float | None]] = {
+    "wbc": ("leukopenia", 4_000, "leukocytosis", 11_000),
+    "platelets": ("thrombocytopenia", 150_000, "thrombocytosis", 450_000),
+    "sodium": ("hyponatremia", 135, "hypernatremia", 145),
+    "potassium": ("hypokalemia", 3.5, "hyperkalemia", 5.0),
+    "glucose": ("hypoglycemia", 70, "hyperglycemia", 140),
+    "urea nitrogen": (None, None, "elevated urea nitrogen", 20),
+    "calcium": ("hypocalcemia", 8.5, "hypercalcemia", 10.5),
+    "alt": (None, None, "elevated alt", 40),
+    "ast": (None, None, "elevated ast", 40),
+    "bilirubin": (None, None, "hyperbilirubinemia", 1.2),
+    "albumin": ("hypoalbuminemia", 3.5, None, None),
+    "mcv": ("decreased mcv", 80, "increased mcv", 100),
+    "tsh": ("decreased tsh", 0.4, "elevated tsh", 4.5),
+    "free t4": ("decreased free t4", 0.8, "increased free t4", 1.8),
+    "ck": (None, None, "elevated ck", 200),
+}
+
+
 def lab_finding(reading: Reading, sex: str | None = None, age_years: float | None = None) -> Finding:
     """The finding of one numeric laboratory value (``key=None`` inside the reference range)."""
     v = reading.value
@@ -243,47 +264,22 @@ def lab_finding(reading: Reading, sex: str | None = None, age_years: float | Non
             low = 13.0 if sex == "male" else 12.0
         high = 16.0 if sex == "female" else 17.5
         key = "anemia" if v < low else "increased hemoglobin" if v > high else None
-    elif a == "wbc":
-        key = "leukocytosis" if v > 11_000 else "leukopenia" if v < 4_000 else None
-    elif a == "platelets":
-        key = "thrombocytopenia" if v < 150_000 else "thrombocytosis" if v > 450_000 else None
-    elif a == "sodium":
-        key = "hyponatremia" if v < 135 else "hypernatremia" if v > 145 else None
-    elif a == "potassium":
-        key = "hypokalemia" if v < 3.5 else "hyperkalemia" if v > 5.0 else None
-    elif a == "glucose":
-        key = "hypoglycemia" if v < 70 else "hyperglycemia" if v > 140 else None
     elif a == "creatinine":
         limit = 1.3 if sex == "male" else 1.1 if sex == "female" else 1.2
         key = "elevated creatinine" if v > limit else None
-    elif a == "urea nitrogen":
-        key = "elevated urea nitrogen" if v > 20 else None
-    elif a == "calcium":
-        key = "hypocalcemia" if v < 8.5 else "hypercalcemia" if v > 10.5 else None
     elif a == "hba1c":
         key = "elevated hba1c" if v >= 5.7 else None
     elif a == "esr":
         key = "elevated esr" if v > (30 if sex == "female" else 20) else None
-    elif a in ("alt", "ast"):
-        key = f"elevated {a}" if v > 40 else None
     elif a == "alp":
         # children's bones make alkaline phosphatase: the adult limit says nothing below 18
         key = "elevated alp" if v > 150 and (age_years is None or age_years >= 18) else None
-    elif a == "bilirubin":
-        key = "hyperbilirubinemia" if v > 1.2 else None
-    elif a == "albumin":
-        key = "hypoalbuminemia" if v < 3.5 else None
-    elif a == "mcv":
-        key = "decreased mcv" if v < 80 else "increased mcv" if v > 100 else None
-    elif a == "tsh":
-        key = "decreased tsh" if v < 0.4 else "elevated tsh" if v > 4.5 else None
-    elif a == "free t4":
-        key = "decreased free t4" if v < 0.8 else "increased free t4" if v > 1.8 else None
-    elif a == "ck":
-        key = "elevated ck" if v > 200 else None
     elif a == "ferritin":
         key = "decreased ferritin" if v < 15 else \
             "increased ferritin" if v > (200 if sex == "female" else 300) else None
+    elif a in _LIMITS:
+        low_key, low, high_key, high = _LIMITS[a]
+        key = low_key if low is not None and v < low else high_key if high is not None and v > high else None
     return finding(reading, key)
 
 

@@ -473,8 +473,9 @@ def ingest_hpo(b: _Builder, folder: Path) -> None:
     rep["hpo_terms_outside_phenotypic_abnormality"] = sum(1 for t in hp.values() if not t.obsolete) - len(keep)
 
     b.step("HPO annotations (phenotype.hpoa)")
-    names, annotations, negated = parsers.read_hpoa(folder / "phenotype.hpoa")
-    rep["hpo_negated_annotations_skipped"] = negated
+    hpoa = parsers.read_hpoa(folder / "phenotype.hpoa")
+    names, annotations = hpoa.names, hpoa.annotations
+    rep["hpo_negated_annotations_skipped"] = hpoa.negated
     # OMIM/ORPHA -> DO via DO cross-references
     ext_to_do: dict[str, set[str]] = defaultdict(set)
     for doid, a in b.nodes.items():
@@ -517,7 +518,7 @@ def ingest_hpo(b: _Builder, folder: Path) -> None:
         for d in tl:
             merged_count[d] += 1
     # ages of onset (aspect C): a DO term merging several OMIM/ORPHA diseases gets the union
-    for did, labels in parsers.read_hpoa_onsets(folder / "phenotype.hpoa").items():
+    for did, labels in hpoa.onsets.items():
         for d in target.get(did, ()):
             b.nodes[d]["onset"] = sorted(set(b.nodes[d].get("onset") or ()) | labels)
             rep["hpo_diseases_with_onset"] += 1

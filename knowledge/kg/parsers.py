@@ -310,35 +310,6 @@ class HpoAnnotation:
     onset: str
 
 
-def read_hpoa(path: Path) -> tuple[dict[str, str], list[HpoAnnotation], int]:
-    """phenotype.hpoa, aspect P only. Returns disease names, annotations and the number of NOT/excluded
-    annotations skipped (a phenotype explicitly absent in a disease is not a has_phenotype edge)."""
-    names: dict[str, str] = {}
-    annotations: list[HpoAnnotation] = []
-    negated = 0
-    with open(path, encoding="utf-8") as fh:
-        header: list[str] | None = None
-        for line in fh:
-            if line.startswith("#"):
-                continue
-            parts = line.rstrip("\n").split("\t")
-            if header is None:
-                header = parts
-                idx = {h: i for i, h in enumerate(header)}
-                continue
-            if len(parts) < len(header) or parts[idx["aspect"]] != "P":
-                continue
-            did = parts[idx["database_id"]]
-            names.setdefault(did, parts[idx["disease_name"]])
-            freq = parse_frequency(parts[idx["frequency"]])
-            if parts[idx["qualifier"]] == "NOT" or freq == 0.0:
-                negated += 1
-                continue
-            annotations.append(HpoAnnotation(did, parts[idx["hpo_id"]], freq, parts[idx["evidence"]],
-                                             parts[idx["onset"]]))
-    return names, annotations, negated
-
-
 # HPO "Onset" terms (phenotype.hpoa aspect C) -> a short label
 HPO_ONSETS = {
     "HP:0030674": "antenatal", "HP:0011460": "antenatal", "HP:0011461": "antenatal", "HP:0034199": "antenatal",
@@ -348,9 +319,21 @@ HPO_ONSETS = {
 }
 
 
-def read_hpoa_onsets(path: Path) -> dict[str, set[str]]:
-    """phenotype.hpoa, aspect C: each disease's annotated ages of onset (labels of :data:`HPO_ONSETS`)."""
-    out: dict[str, set[str]] = defaultdict(set)
+@dataclass
+class Hpoa:
+    """What the graph takes from phenotype.hpoa: disease names, phenotype annotations (aspect P), the number of
+    NOT/excluded annotations skipped (a phenotype explicitly absent in a disease is not a has_phenotype edge), and
+    each disease's ages of onset (aspect C, labels of :data:`HPO_ONSETS`)."""
+
+    names: dict[str, str]
+    annotations: list[HpoAnnotation]
+    negated: int
+    onsets: dict[str, set[str]]
+
+
+def read_hpoa(path: Path) -> Hpoa:
+    """phenotype.hpoa in one pass (see :class:`Hpoa`)."""
+    out = Hpoa({}, [], 0, defaultdict(set))
     with open(path, encoding="utf-8") as fh:
         header: list[str] | None = None
         for line in fh:
@@ -361,12 +344,25 @@ def read_hpoa_onsets(path: Path) -> dict[str, set[str]]:
                 header = parts
                 idx = {h: i for i, h in enumerate(header)}
                 continue
-            if len(parts) < len(header) or parts[idx["aspect"]] != "C" or parts[idx["qualifier"]] == "NOT":
+            if len(parts) < len(header):
                 continue
-            label = HPO_ONSETS.get(parts[idx["hpo_id"]])
-            if label:
-                out[parts[idx["database_id"]]].add(label)
-    return dict(out)
+            did, aspect = parts[idx["database_id"]], parts[idx["aspect"]]
+            if aspect == "C":
+                label = HPO_ONSETS.get(parts[idx["hpo_id"]])
+                if label and parts[idx["qualifier"]] != "NOT":
+                    out.onsets[did].add(label)
+                continue
+            if aspect != "P":
+                continue
+            out.names.setdefault(did, parts[idx["disease_name"]])
+            freq = parse_frequency(parts[idx["frequency"]])
+            if parts[idx["qualifier"]] == "NOT" or freq == 0.0:
+                out.negated += 1
+                continue
+            out.annotations.append(HpoAnnotation(did, parts[idx["hpo_id"]], freq, parts[idx["evidence"]],
+                                                 parts[idx["onset"]]))
+    out.onsets = dict(out.onsets)
+    return out
 
 
 # ---------------------------------------------------------------- HSDN, PharmacotherapyDB

@@ -292,3 +292,13 @@ def test_resolve_overlaps_keeps_the_longest_and_shared_spans():
 def test_section_scope(text, header_end, expected_end):
     end = section_scope_end(text, header_end, len(text))
     assert end == (len(text) if expected_end is None else expected_end)
+
+
+def test_every_analyte_has_limits_and_every_limit_a_concept():
+    from agents.mee.findings import FINDING_CONCEPTS
+    from agents.mee.labs import _ANALYTES, _LIMITS
+
+    read_apart = {"hemoglobin", "creatinine", "hba1c", "esr", "alp", "ferritin"}   # sex-, age-dependent, inclusive
+    assert {a.key for a in _ANALYTES} == set(_LIMITS) | read_apart
+    keys = {k for low, _, high, _ in _LIMITS.values() for k in (low, high) if k}
+    assert keys <= set(FINDING_CONCEPTS)
