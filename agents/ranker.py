@@ -342,7 +342,7 @@ _INDEX_LOCK = threading.Lock()
 
 
 _DERIVED = ("category", "children", "parents", "xref", "canon", "by_finding", "common", "curated", "mass", "n_ann",
-            "n_diseases", "names")
+            "n_diseases", "names", "onset")
 
 
 def _cache_path(kg: Any, cfg: RankerConfig):
@@ -369,6 +369,8 @@ def _load_index(kg: Any, cfg: RankerConfig) -> _KGIndex | None:
             state = pickle.load(fh)
     except Exception:  # noqa: BLE001 — a broken cache is rebuilt
         return None
+    if not isinstance(state, dict) or any(name not in state for name in _DERIVED):
+        return None                            # written by an older ranker: rebuilt
     idx = _KGIndex.__new__(_KGIndex)
     idx.kg, idx.cfg = kg, cfg
     for name in _DERIVED:

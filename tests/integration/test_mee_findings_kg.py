@@ -182,3 +182,27 @@ def test_history_only_disease_is_not_named_in_the_presentation(kg, mee, ranker):
     with_history = ranker.rank(pos + [hf], neg, k=100_000, age=ex.age_years, sex=ex.sex)
     assert any(hf.concept_id in c.matched for c in with_history[:20])
     assert any(c.concept_id in named_ids and "same concept" in c.explanation for c in with_history)
+
+
+def test_the_ranker_index_cache_keeps_the_ages_of_onset(kg, ranker):
+    """The derived index is cached on disk; a reload must carry every derived table (ages of onset included), and
+    a cache written without one is rebuilt rather than used."""
+    import pickle
+
+    from agents.ranker import _DERIVED, _cache_path, _load_index
+
+    built = ranker.index
+    assert built.onset and "onset" in _DERIVED
+    path = _cache_path(kg, ranker.config)
+    assert path is not None and path.is_file()
+    loaded = _load_index(kg, ranker.config)
+    assert loaded is not None and loaded.onset == built.onset
+    atresia = kg.lookup("biliary atresia", categories=("disease",))[0].id
+    assert loaded.onset[atresia] == ("infantile",)
+    state = pickle.loads(path.read_bytes())
+    state.pop("onset")
+    path.write_bytes(pickle.dumps(state))
+    try:
+        assert _load_index(kg, ranker.config) is None
+    finally:
+        path.write_bytes(pickle.dumps({name: getattr(built, name) for name in _DERIVED}))
