@@ -416,7 +416,7 @@ def _match_candidate(name: str, candidates: list[Candidate]) -> str | None:
 
 
 _ORIGIN_WORDS = {"model": "the language model", "kg": "the knowledge graph", "text": "the reference texts",
-                 "page": "the disease pages"}
+                 "page": "the disease pages", "site": "the site of the pain"}
 
 
 def origin_words(origins: list[str]) -> str:
@@ -436,6 +436,8 @@ def candidate_line(c: Candidate) -> str:
         who.append(f"knowledge graph #{c.ranks['kg']}")
     if "page" in c.ranks or "text" in c.ranks:
         who.append("reference texts")
+    if "site" in c.ranks:
+        who.append("site of the pain")
     parts = [f"- {c.name} ({', '.join(who) or 'retrieval'})"]
     if c.demoted:
         parts.append(f"against: {c.demoted}")

@@ -46,6 +46,9 @@ class RetrievalParams:
     prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
     use_mined_edges: bool = True       # the disease -> finding edges mined from MedQuAD sentences (agents/miner.py)
     mined_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own, RankerConfig)
+    use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py) as a ranking
+    site_weight: float = 0.5           # its weight in the rank fusion (KG ranking = 1; chosen on the dev halves)
+    site_k: int = 10                   # diseases the site ranking offers
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -60,7 +63,8 @@ class RetrievalParams:
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
                    use_mined_edges=getattr(cfg, "use_mined_edges", True),
-                   mined_strength=getattr(cfg, "mined_strength", None))
+                   mined_strength=getattr(cfg, "mined_strength", None),
+                   use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5))
 
 
 # A number with its unit, as written in vital signs and test results ("38.9 °C", "1200 U/L", "5.2 mg/dL",
@@ -248,7 +252,7 @@ def _license_for(src: str) -> str:
 # ---- the agent ----------------------------------------------------------------------------------------------
 
 class HKI:
-    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None):
+    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None, sites=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
@@ -256,6 +260,7 @@ class HKI:
         self.config = config or HKIConfig()
         self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
         self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
+        self.sites = sites               # agents.sites.PainSites (None: no site ranking)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -346,14 +351,26 @@ class HKI:
         # with the prior, a wider pool is fused for it to re-rank (the kept number is unchanged)
         wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
         ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0)
+        use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
+        site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
+        fit: dict[str, float] = {}
         if ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
             findings, negs = ranking_findings(extraction)
             k_kg = max(10, wide.differential_k * 2)
             ranked = ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
-                                      also=[x.concept_id for x in proposals if x.concept_id])
+                                      also=[x.concept_id for x in proposals if x.concept_id] + site_pool)
             candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
+            fit = {c.concept_id: c.score for c in ranked}
+        # the diseases of the organs under a localised pain, those that explain the other findings first
+        if site_pool:
+            age, sex = (extraction.age_years, extraction.sex) if extraction else (None, None)
+            rcfg = getattr(self.ranker, "config", None)
+            site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: demographic_factor(
+                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, self._onset(d)))
+        else:
+            site_hits = []
         page_rank: dict[str, int] = {}
         page_top = 0.0
         page_weight = p.page_weight
@@ -371,7 +388,8 @@ class HKI:
         if positives or not p.use_entities or proposals or text_only:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
-                                    page_weight=page_weight, proposals=proposals, explained=explained)
+                                    page_weight=page_weight, proposals=proposals, explained=explained,
+                                    site_hits=site_hits)
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
             rescored = self.prior.rescore(candidates, p.prior_weight)
@@ -466,14 +484,20 @@ class HKI:
               p: RetrievalParams, age: float | None = None, sex: str | None = None,
               page_rank: dict[str, int] | None = None, page_weight: float = 1.0,
               proposals: list[ProposedDiagnosis] | None = None,
-              explained: dict[str, Candidate] | None = None) -> list[Candidate]:
-        """Reciprocal-rank fusion of up to four rankings of diseases: the KG ranking, the diseases whose reference
+              explained: dict[str, Candidate] | None = None, site_hits: list | None = None) -> list[Candidate]:
+        """Reciprocal-rank fusion of up to five rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
-        them) matches the presentation best (BM25), and the language model's proposal when there is one:
-        score = 1/(k + rank_kg) + w_text/(k + rank_text) + w_page/(k + rank_page) + w_model/(k + rank_model).
+        them) matches the presentation best (BM25), the diseases of the organs under a localised pain
+        (:mod:`agents.sites`), and the language model's proposal when there is one:
+        score = 1/(k + rank_kg) + w_text/(k + rank_text) + w_page/(k + rank_page) + w_site/(k + rank_site)
+        + w_model/(k + rank_model).
         A disease the rankings agree on rises; one found only by text or only by the model can enter. A proposed
         disease that expects findings the patient does not have is demoted (the reason is kept)."""
         page_rank = page_rank or {}
+        site_rank = {h.concept_id: h.rank for h in site_hits or []}
+        site_why = {h.concept_id: f"it is located in the {h.organ_name}, under the {h.region} pain ({h.finding})"
+                    for h in site_hits or []}
+        site_triple = {h.concept_id: f"{h.concept_id}|located_in|{h.organ}" for h in site_hits or []}
         proposals = proposals or []
         explained = explained or {}
         cfg = self.config
@@ -486,7 +510,7 @@ class HKI:
             did = x.concept_id or f"model:{x.name.lower()}"
             if did not in model_rank:
                 model_rank[did], model_of[did] = x.rank, x
-        if not votes and not page_rank and not model_rank:
+        if not votes and not page_rank and not model_rank and not site_rank:
             return [c.model_copy(update={"origins": ["kg"], "ranks": {"kg": i + 1}, "knowledge_score": c.score})
                     for i, c in enumerate(candidates)]
 
@@ -499,6 +523,7 @@ class HKI:
                     ("text", text_rank.get(did), cfg.text_weight, "its reference chunks rank {r} in the text search"),
                     ("page", page_rank.get(did), page_weight,
                      "its reference page ranks {r} for the whole presentation"),
+                    ("site", site_rank.get(did), p.site_weight, site_why.get(did, "")),
                     ("model", model_rank.get(did), p.model_weight, "the language model proposed it at rank {r}")):
                 if not rank:
                     continue
@@ -508,14 +533,18 @@ class HKI:
                 if key != "model":
                     knowledge[did] = score
                 if text:
-                    why.append(text.format(r=rank))
+                    why.append(text if key == "site" else text.format(r=rank))
             return score, why, origins, ranks
 
         knowledge: dict[str, float] = {}
 
-        def extra(did: str, ranks: dict[str, int]) -> dict:
+        def extra(did: str, ranks: dict[str, int], supporting: list[str] | None = None) -> dict:
             x = model_of.get(did)
-            return {"knowledge_score": round(knowledge.get(did, 0.0), 4), "model_reason": x.reason if x else ""}
+            out = {"knowledge_score": round(knowledge.get(did, 0.0), 4), "model_reason": x.reason if x else ""}
+            tid = site_triple.get(did)
+            if tid and tid not in (supporting or []):   # where it is, as citable evidence (its located_in edge)
+                out["supporting"] = [*(supporting or []), tid]
+            return out
 
         fused: list[Candidate] = []
         rcfg = getattr(self.ranker, "config", None)
@@ -525,8 +554,8 @@ class HKI:
             score *= demographic_factor(c.name, age, sex, rcfg, self._onset(c.concept_id))
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
-                                              **extra(c.concept_id, ranks)}))
-        for did in dict.fromkeys([*model_rank, *text_rank, *page_rank]):
+                                              **extra(c.concept_id, ranks, c.supporting)}))
+        for did in dict.fromkeys([*model_rank, *text_rank, *page_rank, *site_rank]):
             if did in kg_rank:
                 continue
             score, why, origins, ranks = parts(did)
@@ -547,7 +576,7 @@ class HKI:
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={
                     "score": round(factor * score, 4), "origins": origins, "ranks": ranks,
-                    "explanation": known.explanation + f"; {'; '.join(why)}", **extra(did, ranks)}))
+                    "explanation": known.explanation + f"; {'; '.join(why)}", **extra(did, ranks, known.supporting)}))
             else:
                 fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * score, 4),
                                        origins=origins, ranks=ranks,

@@ -84,7 +84,21 @@ class Resources:
     def hki(self):
         from agents.hki import HKI  # noqa: PLC0415
 
-        return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior)
+        return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior, sites=self.sites)
+
+    @cached_property
+    def sites(self):
+        """The pain-site rules (``agents/data/pain_sites.yaml``) resolved against the knowledge graph, each region's
+        diseases ordered by the commonness prior (by connectedness without one)."""
+        from agents.sites import PainSites  # noqa: PLC0415
+        from agents.types import Candidate  # noqa: PLC0415
+
+        prior, kg = self.prior, self.kg
+
+        def commonness(ids: list[str]) -> list[float]:
+            return prior.prior_logits([Candidate(concept_id=i, name=kg.concept(i).name, score=0.0) for i in ids])
+
+        return PainSites.from_kg(kg, commonness if prior is not None else None)
 
     @cached_property
     def prior(self):

@@ -12,7 +12,12 @@ such expressions to the concept the vocabulary would have found for the clinical
     "P ache/pain" give the finding;
 ``swelling``
     the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells" and "P
-    swelling" give the finding.
+    swelling" give the finding;
+``region``
+    the pattern names a region where pain is felt ("epigastrium", "left hypochondrium"); the region's words are the
+    finding when a word for pain or tenderness comes before them in the same clause, so each place of a list is
+    read: "pain (burning) in the lower chest, the left hypochondrium and the epigastrium" gives left upper
+    quadrant pain and epigastric pain.
 
 Negation, history and family come from the sentence around the phrase (medspaCy ConText), as for any vocabulary
 match: "no blood in my pee" is a negated hematuria. A phrase is read as a whole (its words are not matched again),
@@ -28,7 +33,10 @@ from pathlib import Path
 from .findings import Finding, PhraseRule, read_phrase_table, resolve_overlaps
 
 LAY_TABLE = Path(__file__).with_name("lay_phrases.tsv")
-FORMS = ("phrase", "pain", "swelling")
+FORMS = ("phrase", "pain", "swelling", "region")
+# a region is a site of pain when a pain word comes before it in its clause (no sentence or clause break between)
+_PAIN_BEFORE = re.compile(r"\b(?:pains?|painful|tender(?:ness)?|discomfort|aches?|aching|cramps?|cramping|"
+                          r"colic(?:ky)?)\b[^.;:!?\n]{0,160}$", re.I)
 
 _I = re.IGNORECASE
 _OWNER = r"(?:my|the|his|her|their|your|both|both\s+of\s+my)\s+"
@@ -62,6 +70,8 @@ def expand(form: str, part: str) -> str:
             rf"{_BE}\s+{_ADV}{{0,2}}(?:swollen|puffy|bulging))\b",
             rf"\b{p}\s+swelling\b",
         ))
+    if form == "region":
+        return rf"\b(?:{part})\b"
     return part
 
 
@@ -76,6 +86,8 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
     for rule, pat in _compiled(str(path)):
         for m in pat.finditer(text):
             if m.end() <= m.start():
+                continue
+            if rule.form == "region" and not _PAIN_BEFORE.search(text, max(0, m.start() - 200), m.start()):
                 continue
             found.append(Finding(start=m.start(), end=m.end(), text=text[m.start():m.end()], analyte=rule.name,
                                  key=rule.concept_id, name=rule.name, concept_ids=(rule.concept_id,),

@@ -142,3 +142,28 @@ def test_expand_builds_one_pattern_per_form():
 ])
 def test_more_everyday_wording(text, name):
     assert name in names(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Pain (stabbing, burning) in the lower chest, the left hypochondrium and the epigastrium, radiating to the back.",
+     ["left upper quadrant abdominal pain", "Epigastric pain"]),
+    ("Tenderness over the right iliac fossa and the right flank.",
+     ["right lower quadrant abdominal pain", "Flank pain"]),
+    ("Colicky pain from the left flank to the groin.", ["colic", "Flank pain"]),
+    ("CVA tenderness on the right.", ["Costovertebral angle tenderness"]),
+    ("She is tender at the left costovertebral angle.", ["Costovertebral angle tenderness"]),
+])
+def test_regions_named_after_a_pain_word_are_sites_of_pain(text, expected):
+    assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "The epigastrium is soft.",                              # no pain word in the clause
+    "No pain. The right iliac fossa is soft and not tender",  # the pain word is in another sentence
+    "A scar in the left flank; pain in the knee",            # the pain word comes after the region
+    "CVA 2 years ago",                                       # a stroke, not a tenderness
+])
+def test_a_region_without_pain_before_it_is_no_finding(text):
+    got = names(text)
+    assert not {"Epigastric pain", "right lower quadrant abdominal pain", "Flank pain",
+                "Costovertebral angle tenderness"} & set(got), got
