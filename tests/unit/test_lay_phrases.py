@@ -167,3 +167,29 @@ def test_a_region_without_pain_before_it_is_no_finding(text):
     got = names(text)
     assert not {"Epigastric pain", "right lower quadrant abdominal pain", "Flank pain",
                 "Costovertebral angle tenderness"} & set(got), got
+
+
+@pytest.mark.parametrize("text, name", [
+    ("He also notes morning stiffness in his joints that lasts 50 minutes.", "Joint stiffness"),
+    ("This has progressed to a worsening of his memory.", "memory impairment"),
+    ("He exhibits word finding difficulty.", "Anomic aphasia"),
+    ("He is rather inattentive.", "Short attention span"),
+    ("An elderly man who laughs inappropriately at times.", "Inappropriate laughter"),
+    ("He was noted to be behaving inappropriately, using foul language.", "Disinhibition"),
+    ("Non-tender nodules on the left 1st, 3rd, and 4th distal interphalangeal joints.", "Heberden's node"),
+    ("Her pulse is irregularly irregular.", "arrhythmia"),
+    ("A painless ulcer on the penis for 2 weeks.", "Genital ulcers"),
+    ("She reports a depressed mood for 3 weeks.", "depression"),
+])
+def test_exam_vignette_wording(text, name):
+    assert name in names(text), names(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Her memory is intact.",
+    "The stiffness of the mattress.",
+    "A nodule on the thyroid.",
+    "Regular rate and rhythm.",
+])
+def test_exam_wording_needs_the_finding(text):
+    assert not {"memory impairment", "Joint stiffness", "Heberden's node", "arrhythmia"} & set(names(text))
