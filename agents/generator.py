@@ -416,7 +416,8 @@ def _match_candidate(name: str, candidates: list[Candidate]) -> str | None:
 
 
 _ORIGIN_WORDS = {"model": "the language model", "kg": "the knowledge graph", "text": "the reference texts",
-                 "page": "the disease pages", "site": "the site of the pain"}
+                 "page": "the disease pages", "site": "the site of the pain",
+                 "sign": "a classic sign"}
 
 
 def origin_words(origins: list[str]) -> str:
@@ -438,6 +439,8 @@ def candidate_line(c: Candidate) -> str:
         who.append("reference texts")
     if "site" in c.ranks:
         who.append("site of the pain")
+    if "sign" in c.ranks:
+        who.append("classic sign")
     parts = [f"- {c.name} ({', '.join(who) or 'retrieval'})"]
     if c.demoted:
         parts.append(f"against: {c.demoted}")

@@ -15,6 +15,7 @@ from typing import Any
 
 from knowledge.kg.mined import SOURCE as MINED_SOURCE   # edges read from a MedQuAD sentence
 from knowledge.kg.mined import license_of
+from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
@@ -49,6 +50,8 @@ class RetrievalParams:
     use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py) as a ranking
     site_weight: float = 0.5           # its weight in the rank fusion (KG ranking = 1; chosen on the dev halves)
     site_k: int = 10                   # diseases the site ranking offers
+    use_signs: bool = True             # the diseases classic signs point to (agents/signs.py) as a ranking
+    sign_weight: float = 1.0           # its weight in the rank fusion (KG ranking = 1)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -64,7 +67,8 @@ class RetrievalParams:
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
                    use_mined_edges=getattr(cfg, "use_mined_edges", True),
                    mined_strength=getattr(cfg, "mined_strength", None),
-                   use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5))
+                   use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
+                   use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 1.0))
 
 
 # A number with its unit, as written in vital signs and test results ("38.9 °C", "1200 U/L", "5.2 mg/dL",
@@ -252,7 +256,8 @@ def _license_for(src: str) -> str:
 # ---- the agent ----------------------------------------------------------------------------------------------
 
 class HKI:
-    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None, sites=None):
+    def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None, sites=None,
+                 signs=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
@@ -261,6 +266,7 @@ class HKI:
         self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
         self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
         self.sites = sites               # agents.sites.PainSites (None: no site ranking)
+        self.signs = signs               # agents.signs.ClassicSigns (None: no sign ranking)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -353,6 +359,8 @@ class HKI:
         ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0)
         use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
         site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
+        use_signs = self.signs is not None and p.use_signs and p.sign_weight > 0 and "G" in p.sources
+        sign_hits = self.signs.rank(presentation) if use_signs else []
         fit: dict[str, float] = {}
         if ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
@@ -360,7 +368,8 @@ class HKI:
             k_kg = max(10, wide.differential_k * 2)
             ranked = ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
-                                      also=[x.concept_id for x in proposals if x.concept_id] + site_pool)
+                                      also=[x.concept_id for x in proposals if x.concept_id] + site_pool
+                                      + [h.concept_id for h in sign_hits])
             candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
             fit = {c.concept_id: c.score for c in ranked}
         # the diseases of the organs under a localised pain, those that explain the other findings first
@@ -389,7 +398,7 @@ class HKI:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained,
-                                    site_hits=site_hits)
+                                    site_hits=site_hits, sign_hits=sign_hits)
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
             rescored = self.prior.rescore(candidates, p.prior_weight)
@@ -484,13 +493,14 @@ class HKI:
               p: RetrievalParams, age: float | None = None, sex: str | None = None,
               page_rank: dict[str, int] | None = None, page_weight: float = 1.0,
               proposals: list[ProposedDiagnosis] | None = None,
-              explained: dict[str, Candidate] | None = None, site_hits: list | None = None) -> list[Candidate]:
-        """Reciprocal-rank fusion of up to five rankings of diseases: the KG ranking, the diseases whose reference
+              explained: dict[str, Candidate] | None = None, site_hits: list | None = None,
+              sign_hits: list | None = None) -> list[Candidate]:
+        """Reciprocal-rank fusion of up to six rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
         them) matches the presentation best (BM25), the diseases of the organs under a localised pain
-        (:mod:`agents.sites`), and the language model's proposal when there is one:
-        score = 1/(k + rank_kg) + w_text/(k + rank_text) + w_page/(k + rank_page) + w_site/(k + rank_site)
-        + w_model/(k + rank_model).
+        (:mod:`agents.sites`), the diseases classic signs point to (:mod:`agents.signs`), and the language model's
+        proposal when there is one: score = 1/(k + rank_kg) + w_text/(k + rank_text) + w_page/(k + rank_page)
+        + w_site/(k + rank_site) + w_sign/(k + rank_sign) + w_model/(k + rank_model).
         A disease the rankings agree on rises; one found only by text or only by the model can enter. A proposed
         disease that expects findings the patient does not have is demoted (the reason is kept)."""
         page_rank = page_rank or {}
@@ -498,6 +508,10 @@ class HKI:
         site_why = {h.concept_id: f"it is located in the {h.organ_name}, under the {h.region} pain ({h.finding})"
                     for h in site_hits or []}
         site_triple = {h.concept_id: f"{h.concept_id}|located_in|{h.organ}" for h in site_hits or []}
+        sign_rank = {h.concept_id: h.rank for h in sign_hits or []}
+        sign_why = {h.concept_id: "the presentation states " + ", ".join(
+            f"{w} ({s})" if normalise(w) != normalise(s) else s for s, w in zip(h.signs, h.words))
+            + (", its classic sign" if len(h.signs) == 1 else ", its classic signs") for h in sign_hits or []}
         proposals = proposals or []
         explained = explained or {}
         cfg = self.config
@@ -510,7 +524,7 @@ class HKI:
             did = x.concept_id or f"model:{x.name.lower()}"
             if did not in model_rank:
                 model_rank[did], model_of[did] = x.rank, x
-        if not votes and not page_rank and not model_rank and not site_rank:
+        if not votes and not page_rank and not model_rank and not site_rank and not sign_rank:
             return [c.model_copy(update={"origins": ["kg"], "ranks": {"kg": i + 1}, "knowledge_score": c.score})
                     for i, c in enumerate(candidates)]
 
@@ -524,6 +538,7 @@ class HKI:
                     ("page", page_rank.get(did), page_weight,
                      "its reference page ranks {r} for the whole presentation"),
                     ("site", site_rank.get(did), p.site_weight, site_why.get(did, "")),
+                    ("sign", sign_rank.get(did), p.sign_weight, sign_why.get(did, "")),
                     ("model", model_rank.get(did), p.model_weight, "the language model proposed it at rank {r}")):
                 if not rank:
                     continue
@@ -533,7 +548,7 @@ class HKI:
                 if key != "model":
                     knowledge[did] = score
                 if text:
-                    why.append(text if key == "site" else text.format(r=rank))
+                    why.append(text if key in ("site", "sign") else text.format(r=rank))
             return score, why, origins, ranks
 
         knowledge: dict[str, float] = {}
@@ -555,7 +570,7 @@ class HKI:
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks, c.supporting)}))
-        for did in dict.fromkeys([*model_rank, *text_rank, *page_rank, *site_rank]):
+        for did in dict.fromkeys([*model_rank, *text_rank, *page_rank, *site_rank, *sign_rank]):
             if did in kg_rank:
                 continue
             score, why, origins, ranks = parts(did)

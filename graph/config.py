@@ -23,6 +23,8 @@ class PipelineConfig(BaseModel):
     mined_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
     use_sites: bool = True            # the diseases of the organs under a localised pain as a ranking (agents/sites.py)
     site_weight: float = Field(0.5, ge=0.0, le=10.0)   # its weight in the rank fusion (KG ranking = 1; dev-chosen)
+    use_signs: bool = True            # the diseases classic signs point to as a ranking (agents/signs.py)
+    sign_weight: float = Field(1.0, ge=0.0, le=10.0)   # its weight in the rank fusion (KG ranking = 1)
     sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
     top_k_per_source: int = Field(5, ge=1, le=50)
     chunk_k: int = Field(8, ge=0, le=100)          # hybrid chunk search with the whole presentation

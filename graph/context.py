@@ -84,7 +84,15 @@ class Resources:
     def hki(self):
         from agents.hki import HKI  # noqa: PLC0415
 
-        return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior, sites=self.sites)
+        return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior, sites=self.sites,
+                   signs=self.signs)
+
+    @cached_property
+    def signs(self):
+        """The classic signs (``agents/data/classic_signs.yaml``) resolved against the knowledge graph."""
+        from agents.signs import ClassicSigns  # noqa: PLC0415
+
+        return ClassicSigns.from_kg(self.kg)
 
     @cached_property
     def sites(self):

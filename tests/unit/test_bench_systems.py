@@ -20,6 +20,7 @@ from clinicalrag.bench.systems import SpecError, expand, parse_system
     ("pipeline:no-mined", "pipeline", {"use_mined_edges": False}, True),
     ("pipeline:mined_strength=0.3", "pipeline", {"mined_strength": 0.3}, True),
     ("pipeline:no-sites", "pipeline", {"use_sites": False}, True),
+    ("pipeline:no-signs", "pipeline", {"use_signs": False}, True),
     ("pipeline:site_weight=1", "pipeline", {"site_weight": 1.0}, True),
     ("pipeline:prior_weight=0.5", "pipeline", {"prior_weight": 0.5}, True),
 ])
@@ -63,8 +64,8 @@ def test_bad_specs(spec, why):
 def test_groups_expand_in_order_without_duplicates():
     assert expand(["pipeline", "ablations", "pipeline:no-mee", "caps"]) == [
         "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
-        "pipeline:no-pages", "pipeline:no-prior", "pipeline:no-mined", "pipeline:no-sites", "pipeline:cap=2048",
-        "pipeline:cap=1024"]
+        "pipeline:no-pages", "pipeline:no-prior", "pipeline:no-mined", "pipeline:no-sites", "pipeline:no-signs",
+        "pipeline:cap=2048", "pipeline:cap=1024"]
 
 
 @pytest.mark.parametrize(("text", "specs"), [

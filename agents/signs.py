@@ -1,0 +1,175 @@
+"""Classic signs: the findings clinicians name after the disease they point to, as one more ranking of the differential.
+
+Koplik spots say measles, Janeway lesions infective endocarditis, Reed-Sternberg cells Hodgkin lymphoma, a positive
+Murphy's sign cholecystitis. Most of these signs are in no vocabulary of the knowledge graph, and the few that are
+(Auspitz sign, Heberden's node, asterixis) have no edge to the disease they point to. The curated table
+``agents/data/classic_signs.yaml`` (each sign with its patterns, diseases and source; reviewable) is read here:
+:meth:`ClassicSigns.find` gives the signs a presentation states and does not deny, :meth:`ClassicSigns.rank` their
+diseases as a ranking (a disease two signs name first, then in order of mention). HKI fuses it like the other
+rankings (``RetrievalParams.sign_weight``; the ``no-signs`` ablation leaves it out), with the age/sex fit.
+
+Denied signs do not count: "no Kernig sign", "without asterixis", "Murphy's sign is negative" (a denial word earlier
+in the clause, or "negative/absent" right after the sign).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from knowledge.kg.normalize import normalise
+
+log = logging.getLogger(__name__)
+
+DATA_FILE = Path(__file__).resolve().parent / "data" / "classic_signs.yaml"
+
+# a denial earlier in the clause ("no", "without", "negative for", "absence of", "denies") ...
+_DENIED_BEFORE = re.compile(r"\b(?:no|not|without|negative|absent|absence\s+of|denies|denied|free\s+of|nor|rules?\s+out|"
+                            r"ruled\s+out)\b[^.;:!?\n]{0,60}$", re.I)
+# ... or right after the sign ("Murphy's sign is negative", "Kernig sign: absent")
+_DENIED_AFTER = re.compile(r"^\s*(?:(?:is|was|were|are)\s+)?(?::\s*)?(?:negative|absent|not\s+(?:present|elicited|seen))\b",
+                           re.I)
+
+
+class SignsError(ValueError):
+    """The sign file cannot be read or does not follow the format."""
+
+
+class DiagnosisRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+
+
+class SignSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    sign: str
+    patterns: list[str] = Field(min_length=1)
+    diagnoses: list[DiagnosisRef] = Field(min_length=1)
+    citation: str
+
+    @field_validator("sign", "citation")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        v = " ".join(v.split())
+        if not v:
+            raise ValueError("must not be empty")
+        return v
+
+
+class SignFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    signs: list[SignSpec] = Field(min_length=1)
+
+
+def load_signs(path: str | Path | None = None) -> list[SignSpec]:
+    """The signs of the file (default: the packaged ``data/classic_signs.yaml``), checked against the format: ids
+    unique, every pattern compiles."""
+    p = Path(path) if path is not None else DATA_FILE
+    try:
+        signs = SignFile.model_validate(yaml.safe_load(p.read_text(encoding="utf-8"))).signs
+    except (OSError, yaml.YAMLError) as exc:
+        raise SignsError(f"classic signs: cannot read {p.name}: {exc}") from exc
+    except ValidationError as exc:
+        raise SignsError(f"classic signs: {p.name} does not follow the format: {exc}") from exc
+    ids = [s.id for s in signs]
+    if len(set(ids)) != len(ids):
+        raise SignsError(f"classic signs: a sign id is used twice in {p.name}")
+    for s in signs:
+        for pat in s.patterns:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise SignsError(f"classic signs: {s.id}: the pattern {pat!r} does not compile: {exc}") from exc
+    return signs
+
+
+@dataclass(frozen=True)
+class SignMention:
+    """A sign the presentation states: which, where, in which words."""
+
+    spec: SignSpec
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class SignHit:
+    """A disease of the sign ranking and the signs that named it."""
+
+    concept_id: str
+    rank: int
+    signs: tuple[str, ...]        # the signs as shown ("Koplik spots")
+    words: tuple[str, ...]        # the presentation's words for them
+
+
+class ClassicSigns:
+    """The sign table resolved against one knowledge graph. ``problems`` lists what does not check out (a diagnosis
+    id missing from the graph, or named otherwise there); the data test fails on any of them. A diagnosis whose id
+    does not check out is left out at run time."""
+
+    def __init__(self, signs: Sequence[SignSpec], kg: Any = None):
+        self.kg = kg
+        self.signs = list(signs)
+        self.problems: list[str] = []
+        self._patterns = [(s, re.compile(r"\b(?:" + "|".join(f"(?:{p})" for p in s.patterns) + r")", re.I))
+                          for s in self.signs]
+        self._diagnoses: dict[str, list[str]] = {}
+        for s in self.signs:
+            ok = []
+            for d in s.diagnoses:
+                c = kg.concept(d.id) if kg is not None else None
+                if kg is not None and c is None:
+                    self.problems.append(f"sign {s.id}: diagnosis {d.id} ({d.name}) is not in the knowledge graph")
+                    continue
+                if c is not None and normalise(c.name) != normalise(d.name):
+                    self.problems.append(f"sign {s.id}: {d.id} is named {c.name!r} in the knowledge graph, "
+                                         f"not {d.name!r}")
+                ok.append(d.id)
+            self._diagnoses[s.id] = ok
+
+    @classmethod
+    def from_kg(cls, kg: Any, path: str | Path | None = None) -> ClassicSigns:
+        signs = cls(load_signs(path), kg)
+        for p in signs.problems:
+            log.warning("classic signs: %s", p)
+        return signs
+
+    def find(self, text: str) -> list[SignMention]:
+        """The signs ``text`` states and does not deny, in order of mention (one mention per sign)."""
+        out: list[SignMention] = []
+        seen: set[str] = set()
+        for spec, pat in self._patterns:
+            for m in pat.finditer(text or ""):
+                if m.end() <= m.start():
+                    continue
+                if _DENIED_BEFORE.search(text, max(0, m.start() - 80), m.start()) or \
+                        _DENIED_AFTER.match(text[m.end(): m.end() + 40]):
+                    continue
+                if spec.id not in seen:
+                    seen.add(spec.id)
+                    out.append(SignMention(spec, m.start(), m.end(), m.group(0)))
+                break
+        return sorted(out, key=lambda x: x.start)
+
+    def rank(self, text: str, k: int = 10) -> list[SignHit]:
+        """The diseases the stated signs point to: one that more signs name first, then in order of mention."""
+        named: dict[str, list[SignMention]] = {}
+        for m in self.find(text):
+            for did in self._diagnoses.get(m.spec.id, []):
+                named.setdefault(did, []).append(m)
+        order = sorted(named, key=lambda d: (-len(named[d]), named[d][0].start))[:k]
+        return [SignHit(d, i, tuple(m.spec.sign for m in named[d]), tuple(m.text for m in named[d]))
+                for i, d in enumerate(order, 1)]

@@ -1,0 +1,70 @@
+"""The classic-sign table (agents/signs.py) without the knowledge graph: the file's format, what counts as a stated
+sign (denials in both positions), and the order of the sign ranking."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agents.signs import ClassicSigns, SignsError, load_signs
+
+
+@pytest.fixture(scope="module")
+def signs() -> ClassicSigns:
+    return ClassicSigns(load_signs())
+
+
+def test_the_table_is_well_formed(tmp_path):
+    specs = load_signs()
+    assert len(specs) >= 60
+    assert len({s.id for s in specs}) == len(specs)
+    for s in specs:
+        assert re.search(r"\b(19|20)\d\d\b", s.citation), f"{s.id}: a citation names its year"
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("version: 1\nsigns:\n" + "".join(
+        f"  - {{id: x, sign: s, patterns: [a], diagnoses: [{{id: 'DOID:1', name: n}}], citation: c{i}}}\n"
+        for i in range(2)))
+    with pytest.raises(SignsError, match="used twice"):
+        load_signs(dup)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nsigns:\n  - {id: x, sign: s, patterns: ['(open'], "
+                   "diagnoses: [{id: 'DOID:1', name: n}], citation: c}\n")
+    with pytest.raises(SignsError, match="does not compile"):
+        load_signs(bad)
+
+
+@pytest.mark.parametrize("text, sign", [
+    ("Small white spots on the buccal mucosa (Koplik spots).", "koplik-spots"),
+    ("Slit-lamp examination shows Kayser-Fleischer rings.", "kayser-fleischer-rings"),
+    ("Painless erythematous macules on the palms (Janeway lesions).", "janeway-lesions"),
+    ("Lymph node biopsy shows Reed-Sternberg cells.", "reed-sternberg"),
+    ("Rebound tenderness at McBurney's point.", "mcburney-rovsing-psoas"),
+    ("Murphy's sign positive.", "murphy-sign"),
+    ("A palpable olive-shaped mass in the epigastrium.", "olive-mass"),
+    ("Chest x-ray shows a boot-shaped heart.", "boot-shaped-heart"),
+    ("Peripheral smear shows giant cytoplasmic granules in neutrophils.", "giant-granules"),
+])
+def test_a_stated_sign_is_found(signs, text, sign):
+    assert sign in [m.spec.id for m in signs.find(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "No Kernig sign.",
+    "Murphy's sign is negative.",
+    "Kernig sign: absent.",
+    "The abdomen is soft, without asterixis or caput medusae.",
+    "She denies a malar rash.",
+    "His whooping cough vaccination is up to date.",
+    "Trousseau sign of malignancy was considered",     # not the hypocalcaemia sign
+])
+def test_a_denied_or_absent_sign_is_not(signs, text):
+    got = [m.spec.id for m in signs.find(text)]
+    assert not got or got == ["trousseau-malignancy"], got
+
+
+def test_a_disease_two_signs_name_ranks_first(signs):
+    hits = signs.rank("He has asterixis. There are spider angiomas and caput medusae.")
+    assert hits[0].concept_id == "DOID:5082"                      # liver cirrhosis: spider angiomas + caput medusae
+    assert hits[0].signs == ("spider angiomas", "caput medusae")
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert {"DOID:13413", "DOID:10762"} <= {h.concept_id for h in hits}
