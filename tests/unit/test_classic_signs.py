@@ -43,6 +43,12 @@ def test_the_table_is_well_formed(tmp_path):
     ("A palpable olive-shaped mass in the epigastrium.", "olive-mass"),
     ("Chest x-ray shows a boot-shaped heart.", "boot-shaped-heart"),
     ("Peripheral smear shows giant cytoplasmic granules in neutrophils.", "giant-granules"),
+    ("Anti-dsDNA antibodies are positive.", "anti-dsdna"),
+    ("Anti-mitochondrial antibodies are found.", "anti-mitochondrial"),
+    ("Lung biopsy shows non-caseating granulomas.", "noncaseating"),
+    ("Biopsy shows caseating granulomas.", "caseating"),
+    ("The ECG shows a short PR interval and delta waves.", "delta-wave"),
+    ("Cytogenetics show t(9;22).", "bcr-abl"),
 ])
 def test_a_stated_sign_is_found(signs, text, sign):
     assert sign in [m.spec.id for m in signs.find(text)]
@@ -56,10 +62,18 @@ def test_a_stated_sign_is_found(signs, text, sign):
     "She denies a malar rash.",
     "His whooping cough vaccination is up to date.",
     "Trousseau sign of malignancy was considered",     # not the hypocalcaemia sign
+    "Anti-dsDNA antibodies were negative.",
+    "Negative for anti-centromere antibodies.",
+    "The EEG shows diffuse delta waves.",              # sleep or encephalopathy, not pre-excitation
 ])
 def test_a_denied_or_absent_sign_is_not(signs, text):
     got = [m.spec.id for m in signs.find(text)]
     assert not got or got == ["trousseau-malignancy"], got
+
+
+def test_non_caseating_is_not_caseating(signs):
+    assert [m.spec.id for m in signs.find("Lung biopsy shows non-caseating granulomas.")] == ["noncaseating"]
+    assert [m.spec.id for m in signs.find("Lung biopsy shows noncaseating granulomas.")] == ["noncaseating"]
 
 
 def test_a_disease_two_signs_name_ranks_first(signs):
