@@ -49,9 +49,14 @@ def test_the_table_is_well_formed(tmp_path):
     ("Biopsy shows caseating granulomas.", "caseating"),
     ("The ECG shows a short PR interval and delta waves.", "delta-wave"),
     ("Cytogenetics show t(9;22).", "bcr-abl"),
+    ("X-ray of the femur shows an onion-skin periosteal reaction.", "onion-skin"),
+    ("An opening snap follows S2.", "opening-snap"),
+    ("The Dix-Hallpike maneuver reproduces the vertigo.", "dix-hallpike"),
+    ("There is fixed splitting of S2.", "fixed-split-s2"),
 ])
 def test_a_stated_sign_is_found(signs, text, sign):
-    assert sign in [m.spec.id for m in signs.find(text)]
+    got = [m.spec.id for m in signs.find(text)]
+    assert sign in got, got
 
 
 @pytest.mark.parametrize("text", [
@@ -65,6 +70,8 @@ def test_a_stated_sign_is_found(signs, text, sign):
     "Anti-dsDNA antibodies were negative.",
     "Negative for anti-centromere antibodies.",
     "The EEG shows diffuse delta waves.",              # sleep or encephalopathy, not pre-excitation
+    "Ortolani maneuver negative.",
+    "A pleural friction rub is heard.",                # pleural, not pericardial
 ])
 def test_a_denied_or_absent_sign_is_not(signs, text):
     got = [m.spec.id for m in signs.find(text)]
