@@ -12,8 +12,9 @@ Matching (:meth:`MustNotMiss.check`):
   family history or hypothetical; demographics aside);
 - a finding matches a trigger through its own id, its cross-references (``xref``) and its ``is_a`` parents up to
   three levels ("pleuritic chest pain" is a "chest pain");
-- a rule fires when one of its ``findings`` matches, and one of its ``with`` findings too when it has them, and the
-  age and sex allow it. An age or sex the presentation does not state does not exclude a rule: the item then says
+- a rule fires when one of its ``findings`` matches (and that finding is not one of its ``unless`` findings or a
+  more specific kind of one: "right upper quadrant pain" does not fire the appendicitis rule), and one of its
+  ``with`` findings too when it has them, and the age and sex allow it. An age or sex the presentation does not state does not exclude a rule: the item then says
   which condition is unsettled ("if age >= 50");
 - a diagnosis several rules name is one item (its triggers and sources merged; the label and reason of its most
   specific rule). Items already in the differential stay listed, with their rank there: the list is never filtered
@@ -73,6 +74,7 @@ class RuleSpec(BaseModel):
     complaint: str
     findings: list[str] = Field(min_length=1)
     with_findings: list[str] = Field(default_factory=list, alias="with")
+    unless: list[str] = Field(default_factory=list)   # findings (and their kinds) that do not fire the rule
     age_min: float | None = None
     age_max: float | None = None
     sex: Literal["female", "male"] | None = None
@@ -144,6 +146,7 @@ class _Rule:
     order: int
     findings: frozenset[str]      # concept ids (with their cross-references)
     with_ids: frozenset[str]
+    unless_ids: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -210,7 +213,7 @@ class MustNotMiss:
 
     def _resolve(self, order: int, spec: RuleSpec) -> _Rule:
         groups = []
-        for terms_ in (spec.findings, spec.with_findings):
+        for terms_ in (spec.findings, spec.with_findings, spec.unless):
             ids: set[str] = set()
             for t in terms_:
                 got = self.resolve_term(t)
@@ -221,7 +224,7 @@ class MustNotMiss:
                                          f"({', '.join(sorted(got))}); give a concept id")
                 ids |= got
             groups.append(frozenset(ids))
-        return _Rule(spec, order, groups[0], groups[1])
+        return _Rule(spec, order, groups[0], groups[1], groups[2])
 
     def _closure(self, cid: str) -> set[str]:
         return {cid, *self.kg.equivalents(cid)}
@@ -276,7 +279,7 @@ class MustNotMiss:
             unsettled = self._unsettled(spec, age, sex)
             if unsettled is None:
                 continue
-            main = [e for e, keys in keyed if keys & rule.findings]
+            main = [e for e, keys in keyed if keys & rule.findings and not keys & rule.unless_ids]
             extra = [e for e, keys in keyed if keys & rule.with_ids] if spec.with_findings else []
             if not main or (spec.with_findings and not extra):
                 continue
