@@ -150,6 +150,27 @@ def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
         license=getattr(t, "license", None), concept_ids=[t.subject, t.object], meta=meta)
 
 
+SIGN_RELATION = "has_classic_sign"
+SIGN_SOURCE = "classic-signs"
+
+
+def sign_evidence(disease_id: str, disease_name: str, sign_id: str, sign: str, citation: str, score: float,
+                  query: str | None = None) -> Evidence:
+    """Evidence that a stated sign points to a disease, from the curated classic-sign table
+    (``agents/data/classic_signs.yaml``): "A classic sign of measles: Koplik spots.", the table's source named in the
+    reference."""
+    from .knl import triple_sentence
+
+    meta = {"relation": SIGN_RELATION, "subject_name": disease_name, "object_name": sign, "source": SIGN_SOURCE,
+            "citation": citation}
+    return Evidence(
+        id=f"G:{disease_id}|{SIGN_RELATION}|{sign_id}", role="G", kind="triple",
+        text=triple_sentence(disease_name, SIGN_RELATION, sign, meta), score=round(float(score), 4), query=query,
+        title=f"{disease_name} — classic sign — {sign}",
+        source=f"classic-sign table (curated), after: {citation.rstrip('.')}",
+        license="Apache-2.0", concept_ids=[disease_id], meta=meta)
+
+
 def mined_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
     """A mined edge as evidence: the MedQuAD sentence that states it (``text``), tied to the page (``doc_id``,
     ``url``, ``organisation``) and to its place in the answer (``span``, characters into the answer text, as the
@@ -406,6 +427,7 @@ class HKI:
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
         if candidates and extraction is not None and hasattr(ranker, "explained"):
             candidates = self._explain_text_found(candidates, extraction, ranker)
+        sign_of = {h.concept_id: h for h in sign_hits}
         if candidates:
             top = candidates[0].score or 1.0
             for rank, c in enumerate(candidates):
@@ -427,6 +449,10 @@ class HKI:
                             ev.meta["against"] = True
                             add(ev, must_keep=keep)
                 concept = self.kg.concept(c.concept_id)
+                hit = sign_of.get(c.concept_id)
+                if hit is not None and "sign" in c.ranks:   # the stated signs that name it, from the curated table
+                    for sid, sign, cit in zip(hit.ids, hit.signs, hit.citations):
+                        add(sign_evidence(c.concept_id, c.name, sid, sign, cit, rel, query=c.name), must_keep=keep)
                 if concept is not None:
                     add(concept_evidence(concept, rel * cfg.concept_scale, query=c.name), must_keep=keep)
             self._candidate_chunks(candidates[: p.differential_k], qterms, p, add)
@@ -509,6 +535,7 @@ class HKI:
                     for h in site_hits or []}
         site_triple = {h.concept_id: f"{h.concept_id}|located_in|{h.organ}" for h in site_hits or []}
         sign_rank = {h.concept_id: h.rank for h in sign_hits or []}
+        sign_ids = {h.concept_id: [f"{h.concept_id}|{SIGN_RELATION}|{i}" for i in h.ids] for h in sign_hits or []}
         sign_why = {h.concept_id: "the presentation states " + ", ".join(
             f"{w} ({s})" if normalise(w) != normalise(s) else s for s, w in zip(h.signs, h.words))
             + (", its classic sign" if len(h.signs) == 1 else ", its classic signs") for h in sign_hits or []}
@@ -556,9 +583,10 @@ class HKI:
         def extra(did: str, ranks: dict[str, int], supporting: list[str] | None = None) -> dict:
             x = model_of.get(did)
             out = {"knowledge_score": round(knowledge.get(did, 0.0), 4), "model_reason": x.reason if x else ""}
-            tid = site_triple.get(did)
-            if tid and tid not in (supporting or []):   # where it is, as citable evidence (its located_in edge)
-                out["supporting"] = [*(supporting or []), tid]
+            signs = [t for t in sign_ids.get(did, ()) if t not in (supporting or [])]
+            site = [t for t in (site_triple.get(did),) if t and t not in (supporting or [])]
+            if signs or site:   # the signs that name it (first: the most specific reason) and where it is (its
+                out["supporting"] = [*signs, *(supporting or []), *site]   # located_in edge), citable
             return out
 
         fused: list[Candidate] = []

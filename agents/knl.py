@@ -28,6 +28,7 @@ _REL = {
     "is_a": "{s} is a kind of {o}",
     "located_in": "{s} affects the {o}",
     "xref": "{s} is the same concept as {o}",
+    "has_classic_sign": "a classic sign of {s}: {o}",
 }
 
 

@@ -113,6 +113,8 @@ class SignHit:
     rank: int
     signs: tuple[str, ...]        # the signs as shown ("Koplik spots")
     words: tuple[str, ...]        # the presentation's words for them
+    ids: tuple[str, ...] = ()     # the signs' ids in the table
+    citations: tuple[str, ...] = ()
 
 
 class ClassicSigns:
@@ -171,5 +173,6 @@ class ClassicSigns:
             for did in self._diagnoses.get(m.spec.id, []):
                 named.setdefault(did, []).append(m)
         order = sorted(named, key=lambda d: (-len(named[d]), named[d][0].start))[:k]
-        return [SignHit(d, i, tuple(m.spec.sign for m in named[d]), tuple(m.text for m in named[d]))
+        return [SignHit(d, i, tuple(m.spec.sign for m in named[d]), tuple(m.text for m in named[d]),
+                        tuple(m.spec.id for m in named[d]), tuple(m.spec.citation for m in named[d]))
                 for i, d in enumerate(order, 1)]

@@ -51,6 +51,12 @@ def test_koplik_spots_bring_measles_in_through_the_sign(resources):
     assert "Koplik spots" in m.explanation and "classic sign" in m.explanation
     assert [c.concept_id for c in res.candidates].index(MEASLES) < 5, [c.name for c in res.candidates]
 
+    # the sign is cited: its evidence item, from the curated table with the table's source
+    ev = {e.id: e for e in res.evidence}
+    sid = f"G:{MEASLES}|has_classic_sign|koplik-spots"
+    assert sid in ev and f"{MEASLES}|has_classic_sign|koplik-spots" == m.supporting[0]
+    assert ev[sid].text == "A classic sign of measles: Koplik spots." and "Pink Book" in ev[sid].source
+
     off = resources.hki.retrieve(ex, CASE, replace(params, use_signs=False))
     assert all("sign" not in c.ranks for c in off.candidates)
 
