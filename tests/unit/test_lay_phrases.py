@@ -180,9 +180,19 @@ def test_a_region_without_pain_before_it_is_no_finding(text):
     ("Her pulse is irregularly irregular.", "arrhythmia"),
     ("A painless ulcer on the penis for 2 weeks.", "Genital ulcers"),
     ("She reports a depressed mood for 3 weeks.", "depression"),
+    ("Burning retrosternal discomfort after meals.", "pyrosis"),
+    ("Sour fluid coming up into his mouth at night.", "Gastroesophageal reflux"),
+    ("I have lost my sense of taste.", "ageusia"),
 ])
+
 def test_exam_vignette_wording(text, name):
     assert name in names(text), names(text)
+
+
+def test_smell_and_taste_lost_together_are_two_findings():
+    got = find_lay_phrases("He lost his sense of smell and taste yesterday.")
+    assert [f.name for f in got] == ["Anosmia", "ageusia"]
+    assert got[0].start == got[1].start and got[0].end == got[1].end
 
 
 @pytest.mark.parametrize("text", [
