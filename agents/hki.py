@@ -47,7 +47,7 @@ class RetrievalParams:
     prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
     use_mined_edges: bool = True       # the disease -> finding edges mined from MedQuAD sentences (agents/miner.py)
     mined_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own, RankerConfig)
-    use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py) as a ranking
+    use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py)
     site_weight: float = 0.5           # its weight in the rank fusion (KG ranking = 1; chosen on the dev halves)
     site_k: int = 10                   # diseases the site ranking offers
     use_signs: bool = True             # the diseases classic signs point to (agents/signs.py) as a ranking

@@ -14,8 +14,8 @@ Matching (:meth:`MustNotMiss.check`):
   three levels ("pleuritic chest pain" is a "chest pain");
 - a rule fires when one of its ``findings`` matches (and that finding is not one of its ``unless`` findings or a
   more specific kind of one: "right upper quadrant pain" does not fire the appendicitis rule), and one of its
-  ``with`` findings too when it has them, and the age and sex allow it. An age or sex the presentation does not state does not exclude a rule: the item then says
-  which condition is unsettled ("if age >= 50");
+  ``with`` findings too when it has them, and the age and sex allow it. An age or sex the presentation does not
+  state does not exclude a rule: the item then says which condition is unsettled ("if age >= 50");
 - a diagnosis several rules name is one item (its triggers and sources merged; the label and reason of its most
   specific rule). Items already in the differential stay listed, with their rank there: the list is never filtered
   by what the differential shows.

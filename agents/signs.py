@@ -30,11 +30,11 @@ log = logging.getLogger(__name__)
 DATA_FILE = Path(__file__).resolve().parent / "data" / "classic_signs.yaml"
 
 # a denial earlier in the clause ("no", "without", "negative for", "absence of", "denies") ...
-_DENIED_BEFORE = re.compile(r"\b(?:no|not|without|negative|absent|absence\s+of|denies|denied|free\s+of|nor|rules?\s+out|"
-                            r"ruled\s+out)\b[^.;:!?\n]{0,60}$", re.I)
+_DENIED_BEFORE = re.compile(r"\b(?:no|not|without|negative|absent|absence\s+of|denies|denied|free\s+of|nor|"
+                            r"rules?\s+out|ruled\s+out)\b[^.;:!?\n]{0,60}$", re.I)
 # ... or right after the sign ("Murphy's sign is negative", "Kernig sign: absent")
-_DENIED_AFTER = re.compile(r"^\s*(?:(?:is|was|were|are)\s+)?(?::\s*)?(?:negative|absent|not\s+(?:present|elicited|seen))\b",
-                           re.I)
+_DENIED_AFTER = re.compile(r"^\s*(?:(?:is|was|were|are)\s+)?(?::\s*)?"
+                           r"(?:negative|absent|not\s+(?:present|elicited|seen))\b", re.I)
 
 
 class SignsError(ValueError):

@@ -112,7 +112,7 @@ class Candidate(BaseModel):
     supporting: list[str] = Field(default_factory=list)    # evidence ids (triples)
     contradicting: list[str] = Field(default_factory=list)
     explanation: str = ""
-    origins: list[str] = Field(default_factory=list)         # who put it forward: "kg", "text", "page", "model"
+    origins: list[str] = Field(default_factory=list)   # who put it forward: kg, text, page, site, sign, model
     ranks: dict[str, int] = Field(default_factory=dict)      # its rank in each fused ranking (same keys)
     demoted: str = ""                                        # why it was moved down (evidence against it)
     knowledge_score: float = 0.0     # the fused score without the language model's part (the knowledge-based rank)
@@ -141,7 +141,7 @@ class DifferentialItem(BaseModel):
     likelihood: Literal["high", "moderate", "low"] = "moderate"
     rationale: str = ""
     citations: list[str] = Field(default_factory=list)
-    origins: list[str] = Field(default_factory=list)   # "model", "kg", "text", "page": who proposed it
+    origins: list[str] = Field(default_factory=list)   # "model", "kg", "text", "page", "site", "sign": who proposed it
     support: str = ""        # after verification: "supported", "partly supported", "not supported", "no evidence"
     note: str = ""           # e.g. why it was demoted, or "model only, no evidence"
 

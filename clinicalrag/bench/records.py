@@ -40,7 +40,7 @@ class Prediction(TypedDict, total=False):
     concept_id: str | None        # KG concept the system or the matcher linked it to (None: unlinkable)
     confidence: float | None      # pipeline: calibrated P(this is the diagnosis) (None: uncalibrated)
     features: dict[str, Any]      # pipeline: what the confidence is computed from (agents.confidence.item_features)
-    origins: list[str]            # pipeline: which rankings put it forward ("kg", "text", "page", "model")
+    origins: list[str]            # pipeline: the rankings that put it forward (kg, text, page, site, sign, model)
 
 
 class Match(TypedDict, total=False):

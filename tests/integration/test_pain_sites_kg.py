@@ -3,7 +3,8 @@
 - the region file: every trigger resolves to a finding, every organ id exists under the UBERON name written beside
   it, every region has diseases located in its organs, and every rule cites its anatomy with a year;
 - right-iliac-fossa pain in a young man puts appendicitis among the candidates through the site ranking (on the test
-  index it does not reach the top 10: the page and text rankings know the subset's pages only), with the appendix named in its explanation and its located_in edge as supporting evidence; without the site ranking
+  index it does not reach the top 10: the page and text rankings know the subset's pages only), with the appendix
+  named in its explanation and its located_in edge as supporting evidence; without the site ranking
   (``use_sites=False``, the ``no-sites`` ablation) it has no site rank;
 - a man's right-lower-quadrant pain does not rank ovarian diseases above appendicitis (the fused age/sex fit);
 - a denied pain fires no region; Murphy's sign names only diseases of the gallbladder and bile ducts.
