@@ -53,6 +53,11 @@ def test_the_table_is_well_formed(tmp_path):
     ("An opening snap follows S2.", "opening-snap"),
     ("The Dix-Hallpike maneuver reproduces the vertigo.", "dix-hallpike"),
     ("There is fixed splitting of S2.", "fixed-split-s2"),
+    ("Urinary 5-HIAA is elevated.", "5-hiaa"),
+    ("Serum ceruloplasmin is low.", "ceruloplasmin"),
+    ("HBsAg positive, IgM anti-HBc positive.", "hbsag"),
+    ("CSF shows albuminocytologic dissociation.", "albuminocytologic"),
+    ("Linear IgG deposits along the glomerular basement membrane.", "linear-igg"),
 ])
 def test_a_stated_sign_is_found(signs, text, sign):
     got = [m.spec.id for m in signs.find(text)]
@@ -72,6 +77,9 @@ def test_a_stated_sign_is_found(signs, text, sign):
     "The EEG shows diffuse delta waves.",              # sleep or encephalopathy, not pre-excitation
     "Ortolani maneuver negative.",
     "A pleural friction rub is heard.",                # pleural, not pericardial
+    "Direct Coombs test was negative.",
+    "HBsAg negative.",
+    "Skin biopsy shows linear IgG deposits along the basement membrane zone.",   # pemphigoid, not the kidney
 ])
 def test_a_denied_or_absent_sign_is_not(signs, text):
     got = [m.spec.id for m in signs.find(text)]
