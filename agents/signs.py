@@ -29,9 +29,12 @@ log = logging.getLogger(__name__)
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "classic_signs.yaml"
 
-# a denial earlier in the clause ("no", "without", "negative for", "absence of", "denies") ...
+# a denial earlier in the clause ("no", "without", "negative for", "absence of", "denies"; "but", "with", "and
+# positive" end its reach: "no Kernig sign but a positive Brudzinski sign") ...
 _DENIED_BEFORE = re.compile(r"\b(?:no|not|without|negative|absent|absence\s+of|denies|denied|free\s+of|nor|"
-                            r"rules?\s+out|ruled\s+out)\b[^.;:!?\n]{0,60}$", re.I)
+                            r"rules?\s+out|ruled\s+out)\b"
+                            r"(?:(?!\b(?:but|however|although|though|yet|with|and\s+(?:a\s+)?positive)\b)"
+                            r"[^.;:!?\n]){0,60}$", re.I)
 # ... or right after the sign ("Murphy's sign is negative", "Kernig sign: absent")
 _DENIED_AFTER = re.compile(r"^\s*(?:(?:is|was|were|are)\s+)?(?::\s*)?"
                            r"(?:negative|absent|not\s+(?:present|elicited|seen))\b", re.I)

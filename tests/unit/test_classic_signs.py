@@ -86,6 +86,12 @@ def test_a_denied_or_absent_sign_is_not(signs, text):
     assert not got or got == ["trousseau-malignancy"], got
 
 
+def test_a_denial_ends_at_but_or_with(signs):
+    assert [m.spec.id for m in signs.find("No Kernig sign but a positive Brudzinski sign.")] == ["kernig-brudzinski"]
+    assert [m.spec.id for m in signs.find("No rash, with Koplik spots on the buccal mucosa.")] == ["koplik-spots"]
+    assert signs.find("No Kernig or Brudzinski sign.") == []
+
+
 def test_non_caseating_is_not_caseating(signs):
     assert [m.spec.id for m in signs.find("Lung biopsy shows non-caseating granulomas.")] == ["noncaseating"]
     assert [m.spec.id for m in signs.find("Lung biopsy shows noncaseating granulomas.")] == ["noncaseating"]
