@@ -58,6 +58,10 @@ def test_the_table_is_well_formed(tmp_path):
     ("HBsAg positive, IgM anti-HBc positive.", "hbsag"),
     ("CSF shows albuminocytologic dissociation.", "albuminocytologic"),
     ("Linear IgG deposits along the glomerular basement membrane.", "linear-igg"),
+    ("A dome-shaped plaque with a central keratin plug.", "keratin-plug"),
+    ("When the lesion is squeezed, the surface retracts inwards.", "dimple-sign"),
+    ("A pearly papule with rolled borders and telangiectasias.", "pearly-papule"),
+    ("Greasy brown plaques that appear stuck-on.", "stuck-on"),
 ])
 def test_a_stated_sign_is_found(signs, text, sign):
     got = [m.spec.id for m in signs.find(text)]
