@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from knowledge.kg.normalize import normalise
+from .curated import NamedConcept, clean_text, concept_problem, read_curated
 
 log = logging.getLogger(__name__)
 
@@ -44,29 +43,16 @@ class SignsError(ValueError):
     """The sign file cannot be read or does not follow the format."""
 
 
-class DiagnosisRef(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    name: str
-
-
 class SignSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
     sign: str
     patterns: list[str] = Field(min_length=1)
-    diagnoses: list[DiagnosisRef] = Field(min_length=1)
+    diagnoses: list[NamedConcept] = Field(min_length=1)
     citation: str
 
-    @field_validator("sign", "citation")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        v = " ".join(v.split())
-        if not v:
-            raise ValueError("must not be empty")
-        return v
+    _clean = field_validator("sign", "citation")(classmethod(lambda cls, v: clean_text(v)))
 
 
 class SignFile(BaseModel):
@@ -80,15 +66,7 @@ def load_signs(path: str | Path | None = None) -> list[SignSpec]:
     """The signs of the file (default: the packaged ``data/classic_signs.yaml``), checked against the format: ids
     unique, every pattern compiles."""
     p = Path(path) if path is not None else DATA_FILE
-    try:
-        signs = SignFile.model_validate(yaml.safe_load(p.read_text(encoding="utf-8"))).signs
-    except (OSError, yaml.YAMLError) as exc:
-        raise SignsError(f"classic signs: cannot read {p.name}: {exc}") from exc
-    except ValidationError as exc:
-        raise SignsError(f"classic signs: {p.name} does not follow the format: {exc}") from exc
-    ids = [s.id for s in signs]
-    if len(set(ids)) != len(ids):
-        raise SignsError(f"classic signs: a sign id is used twice in {p.name}")
+    signs = read_curated(p, SignFile, "classic signs", SignsError, lambda f: [s.id for s in f.signs]).signs
     for s in signs:
         for pat in s.patterns:
             try:
@@ -135,14 +113,11 @@ class ClassicSigns:
         for s in self.signs:
             ok = []
             for d in s.diagnoses:
-                c = kg.concept(d.id) if kg is not None else None
-                if kg is not None and c is None:
-                    self.problems.append(f"sign {s.id}: diagnosis {d.id} ({d.name}) is not in the knowledge graph")
-                    continue
-                if c is not None and normalise(c.name) != normalise(d.name):
-                    self.problems.append(f"sign {s.id}: {d.id} is named {c.name!r} in the knowledge graph, "
-                                         f"not {d.name!r}")
-                ok.append(d.id)
+                problem = concept_problem(kg, d, f"sign {s.id}") if kg is not None else None
+                if problem:
+                    self.problems.append(problem)
+                if kg is None or kg.concept(d.id) is not None:
+                    ok.append(d.id)
             self._diagnoses[s.id] = ok
 
     @classmethod

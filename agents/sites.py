@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from knowledge.kg.normalize import normalise
 
+from .curated import NamedConcept, clean_text, concept_problem, read_curated
 from .types import Extraction
 
 log = logging.getLogger(__name__)
@@ -40,29 +40,16 @@ class PainSitesError(ValueError):
     """The region file cannot be read or does not follow the format."""
 
 
-class OrganSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    name: str
-
-
 class SiteRuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
     region: str
     findings: list[str] = Field(min_length=1)
-    organs: list[OrganSpec] = Field(min_length=1)
+    organs: list[NamedConcept] = Field(min_length=1)   # UBERON ids with their names
     citation: str
 
-    @field_validator("region", "citation")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        v = " ".join(v.split())
-        if not v:
-            raise ValueError("must not be empty")
-        return v
+    _clean = field_validator("region", "citation")(classmethod(lambda cls, v: clean_text(v)))
 
 
 class SiteFile(BaseModel):
@@ -75,16 +62,7 @@ class SiteFile(BaseModel):
 def load_site_rules(path: str | Path | None = None) -> list[SiteRuleSpec]:
     """The rules of the file (default: the packaged ``data/pain_sites.yaml``), checked against the format."""
     p = Path(path) if path is not None else DATA_FILE
-    try:
-        rules = SiteFile.model_validate(yaml.safe_load(p.read_text(encoding="utf-8"))).rules
-    except (OSError, yaml.YAMLError) as exc:
-        raise PainSitesError(f"pain sites: cannot read {p.name}: {exc}") from exc
-    except ValidationError as exc:
-        raise PainSitesError(f"pain sites: {p.name} does not follow the format: {exc}") from exc
-    ids = [r.id for r in rules]
-    if len(set(ids)) != len(ids):
-        raise PainSitesError(f"pain sites: a rule id is used twice in {p.name}")
-    return rules
+    return read_curated(p, SiteFile, "pain sites", PainSitesError, lambda f: [r.id for r in f.rules]).rules
 
 
 @dataclass(frozen=True)
@@ -172,14 +150,11 @@ class PainSites:
             triggers |= got
         organs: dict[str, str] = {}
         for o in spec.organs:
-            c = self.kg.concept(o.id)
-            if c is None:
-                self.problems.append(f"rule {spec.id}: organ {o.id} ({o.name}) is not in the knowledge graph")
-                continue
-            if normalise(c.name) != normalise(o.name):
-                self.problems.append(f"rule {spec.id}: {o.id} is named {c.name!r} in the knowledge graph, "
-                                     f"not {o.name!r}")
-            organs[o.id] = o.name
+            problem = concept_problem(self.kg, o, f"rule {spec.id}")
+            if problem:
+                self.problems.append(problem)
+            if self.kg.concept(o.id) is not None:
+                organs[o.id] = o.name
         pairs = [(did, spec_order(sites, organs)[0]) for did, sites in self._site_of.items()
                  if sites & organs.keys()]
         if not pairs:
