@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from knowledge.kg.cardinal import SOURCE as CARDINAL_SOURCE   # curated cardinal findings, after a textbook
 from knowledge.kg.mined import SOURCE as MINED_SOURCE   # edges read from a MedQuAD sentence
 from knowledge.kg.mined import license_of
 from knowledge.kg.normalize import normalise
@@ -47,6 +48,8 @@ class RetrievalParams:
     prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
     use_mined_edges: bool = True       # the disease -> finding edges mined from MedQuAD sentences (agents/miner.py)
     mined_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own, RankerConfig)
+    use_cardinal: bool = True          # the curated cardinal findings of common diseases (knowledge/kg/cardinal.py)
+    cardinal_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own)
     use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py)
     site_weight: float = 0.5           # its weight in the rank fusion (KG ranking = 1; chosen on the dev halves)
     site_k: int = 10                   # diseases the site ranking offers
@@ -67,6 +70,8 @@ class RetrievalParams:
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
                    use_mined_edges=getattr(cfg, "use_mined_edges", True),
                    mined_strength=getattr(cfg, "mined_strength", None),
+                   use_cardinal=getattr(cfg, "use_cardinal", True),
+                   cardinal_strength=getattr(cfg, "cardinal_strength", None),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 1.0))
 
@@ -128,7 +133,7 @@ class HKIResult:
 
 # ---- evidence constructors ----------------------------------------------------------------------------------
 
-_VARIANT_LOCK = threading.Lock()     # HKI._ranker_for: one copy of the KG ranker per mined-edge strength
+_VARIANT_LOCK = threading.Lock()     # HKI._ranker_for: one copy of the KG ranker per pair of edge strengths
 
 
 def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
@@ -143,10 +148,15 @@ def triple_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
         return mined_evidence(t, score, query)
     meta = {"relation": t.relation, "subject_name": t.subject_name, "object_name": t.object_name,
             "weight": t.weight, "frequency": t.frequency, "source": src, "category": extra.get("category")}
+    source = _source_name(src)
+    if src == CARDINAL_SOURCE and extra.get("reference"):
+        # the curated table names the textbook it follows: the reference says so
+        meta["citation"] = extra["reference"]
+        source = f"{source}, after: {str(extra['reference']).rstrip('.')}"
     return Evidence(
         id=f"G:{t.id}", role="G", kind="triple", text=triple_sentence(t.subject_name, t.relation, t.object_name, meta),
         score=round(float(score), 4), query=query,
-        title=f"{t.subject_name} — {relation_words(t.relation)} — {t.object_name}", source=_source_name(src),
+        title=f"{t.subject_name} — {relation_words(t.relation)} — {t.object_name}", source=source,
         license=getattr(t, "license", None), concept_ids=[t.subject, t.object], meta=meta)
 
 
@@ -260,10 +270,11 @@ _SOURCE_NAMES = {
     "ddxplus-conditions": "DDXPlus conditions", "ncit": "NCI Thesaurus", "mesh-thesaurus": "MeSH",
     "icd10cm": "ICD-10-CM", "mondo-doid": "Mondo", "kg-abbreviations": "clinical abbreviations (curated)",
     MINED_SOURCE: "MedQuAD (sentences read by the entity extractor)",
+    CARDINAL_SOURCE: "cardinal findings of common diseases (curated)",
 }
 _LICENSES = {"hsdn": "CC-BY-4.0", "hpo": "HPO license", "do-obo-2016": "CC-BY-3.0", "ddxplus-conditions": "CC-BY-4.0",
              "ncit": "CC-BY-4.0", "mondo-doid": "CC-BY-4.0", "mesh-thesaurus": "NLM MeSH terms (attribution)",
-             "icd10cm": "Public domain", "kg-abbreviations": "Apache-2.0"}
+             "icd10cm": "Public domain", "kg-abbreviations": "Apache-2.0", CARDINAL_SOURCE: "Apache-2.0"}
 
 
 def _source_name(src: str) -> str:
@@ -377,7 +388,8 @@ class HKI:
             warnings.append("commonness prior unavailable: the differential is in fusion order")
         # with the prior, a wider pool is fused for it to re-rank (the kept number is unchanged)
         wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
-        ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0)
+        ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0,
+                                  p.cardinal_strength if p.use_cardinal else 0.0)
         use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
         site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
         use_signs = self.signs is not None and p.use_signs and p.sign_weight > 0 and "G" in p.sources
@@ -640,17 +652,22 @@ class HKI:
         keep += [c for c in fused[n:] if "model" in c.origins]
         return keep
 
-    def _ranker_for(self, mined_strength: float | None):
-        """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength`` (0: left out, the
-        ``no-mined`` ablation); copies are built once per strength and kept."""
+    def _ranker_for(self, mined_strength: float | None, cardinal_strength: float | None = None):
+        """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength`` and the curated cardinal
+        findings ``cardinal_strength`` (None: the ranker's own; 0: left out, the ``no-mined`` and ``no-cardinal``
+        ablations); copies are built once per pair of strengths and kept."""
         base = self.ranker
-        if mined_strength is None or base is None or not hasattr(base, "config") \
-                or abs(base.config.mined_strength - mined_strength) < 1e-12:
+        if base is None or not hasattr(base, "config"):
             return base
-        key = round(float(mined_strength), 6)
+        changes = {name: round(float(v), 6) for name, v in
+                   (("mined_strength", mined_strength), ("cardinal_strength", cardinal_strength))
+                   if v is not None and abs(getattr(base.config, name, v) - v) >= 1e-12}
+        if not changes:
+            return base
+        key = tuple(sorted(changes.items()))
         with _VARIANT_LOCK:
             if key not in self._variants:
-                self._variants[key] = type(base)(self.kg, replace(base.config, mined_strength=key))
+                self._variants[key] = type(base)(self.kg, replace(base.config, **changes))
             return self._variants[key]
 
     def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction,

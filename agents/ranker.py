@@ -22,6 +22,8 @@ matched through that xref edge with strength ``equivalent_disease``.
   orders of magnitude);
 * a sentence of a MedQuAD reference answer read by the entity extractor (``medquad-mined``, :mod:`agents.miner`):
   ``mined_strength`` (below a curated edge: one page's sentence, read by rules);
+* the curated cardinal findings of a common disease, after a cited textbook (``kg-cardinal``,
+  :mod:`knowledge.kg.cardinal`): ``cardinal_strength``;
 
 times the match discount. Everything that links a disease to one finding (several sources, equivalent nodes,
 narrower terms) is combined by noisy-OR, ``s(d, f) = 1 - prod(1 - s_i)``: agreement adds confidence with
@@ -35,7 +37,7 @@ the strict match set of ``f``)::
                / (1 + mass(d) / length_k) ** length_beta        # annotation-length normalisation
                * (matched(d) / n_findings) ** coverage_gamma     # explain most findings, not one
                * (1 + common_prior)  if d has an HSDN symptom profile or a drug indication,
-                 (1 + curated_prior) else if it has a DO curated symptom profile
+                 (1 + curated_prior) else if it has a DO curated or a cardinal-findings profile
                * (1 + named_prior)   if a finding is, or is xref-equivalent to, d itself
                * prod_{g negated} (1 - negation_mu * s(d, g))    # expected but absent
 
@@ -75,6 +77,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable
 
 from agents.types import Candidate, Entity, Extraction
+from knowledge.kg.cardinal import SOURCE as CARDINAL_SOURCE
 from knowledge.kg.mined import SOURCE as MINED_SOURCE
 
 FINDING_RELATIONS = ("has_symptom", "has_phenotype")
@@ -96,6 +99,8 @@ class RankerConfig:
     hsdn_ref: float = 2000.0
     other_strength: float = 0.5           # an edge from a source the ranker does not know
     mined_strength: float = 0.6           # an edge mined from a MedQuAD sentence (source "medquad-mined")
+    cardinal_strength: float = 0.45       # a curated cardinal finding of a common disease (source "kg-cardinal";
+                                          # chosen on the dev halves among 0.3, 0.45, 0.6, 0.9)
     equivalent_disease: float = 0.9       # the finding is xref-equivalent to the disease itself
     child_discount: float = 0.8
     child_depth: int = 1
@@ -116,8 +121,8 @@ class RankerConfig:
 
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
-                    "other_strength", "mined_strength", "equivalent_disease", "child_discount", "child_depth",
-                    "parent_discount")
+                    "other_strength", "mined_strength", "cardinal_strength", "equivalent_disease", "child_discount",
+                    "child_depth", "parent_discount")
 
     def index_key(self) -> tuple:
         return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
@@ -133,6 +138,8 @@ def _source_kind(source: str | None) -> str:
         return "DO"
     if s == MINED_SOURCE:
         return "MedQuAD"
+    if s == CARDINAL_SOURCE:
+        return "Textbook"
     return source or "KG"
 
 
@@ -197,7 +204,7 @@ class _KGIndex:
         self.by_finding: dict[str, list[tuple[str, float, str, str]]] = defaultdict(list)
         per_disease: dict[str, dict[str, float]] = defaultdict(dict)
         self.common: set[str] = set()    # HSDN profile or drug indication: the common diseases
-        self.curated: set[str] = set()   # DO curated symptom profile (common and rare diseases alike)
+        self.curated: set[str] = set()   # DO curated or cardinal-findings profile (common and rare diseases alike)
         for u, v, rel, data in raw_edges:
             d = self.canon.get(u, u)
             s, label, kinds = self.edge_strength(data)
@@ -208,7 +215,7 @@ class _KGIndex:
             per_disease[d][v] = 1.0 - (1.0 - prev) * (1.0 - s)
             if "HSDN" in kinds:
                 self.common.add(d)
-            elif "DO" in kinds:
+            elif kinds & {"DO", "Textbook"}:
                 self.curated.add(d)
         self.common |= {d for d in treated if d in per_disease}
         self.mass = {d: sum(fs.values()) for d, fs in per_disease.items()}
@@ -242,6 +249,8 @@ class _KGIndex:
                 parts.append((cfg.do_strength, "DO", kind))
             elif kind == "MedQuAD":
                 parts.append((cfg.mined_strength, "MedQuAD", kind))
+            elif kind == "Textbook":
+                parts.append((cfg.cardinal_strength, "textbook", kind))
             else:
                 parts.append((cfg.other_strength, kind, kind))
         if not parts:

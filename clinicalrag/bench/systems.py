@@ -14,7 +14,8 @@ Modifiers (pipeline): ``no-mee``, ``no-knl``, ``no-krg``, ``no-verifier`` (the p
 (no disease-page text ranking in the differential), ``no-prior`` (no commonness prior: the differential in fusion
 order), ``no-mined`` (the ranker without the disease -> finding edges mined from MedQuAD), ``no-sites`` (no ranking of
 the diseases of the organs under a localised pain), ``no-signs`` (no ranking of the diseases
-classic signs point to), ``no-llm`` (the
+classic signs point to), ``no-cardinal`` (the ranker without the curated cardinal findings of common diseases),
+``no-llm`` (the
 deterministic pipeline even when an LLM is configured), ``cap=N`` (input length cap, tokens), ``src=G|B|O|GB|...``
 (knowledge sources), and any :class:`graph.config.PipelineConfig` field as ``field=value``
 (``differential_k=10``; a list setting joins its items with "+": ``llm_agents=propose+generate``, ``none`` for
@@ -33,10 +34,11 @@ BASES = ("pipeline", "direct", "bm25", "ranker")
 _FLAGS = {"no-mee": ("use_mee", False), "no-knl": ("use_knl", False), "no-krg": ("use_krg", False),
           "no-verifier": ("use_verifier", False), "no-pages": ("use_pages", False),
           "no-prior": ("use_prior", False), "no-mined": ("use_mined_edges", False),
-          "no-sites": ("use_sites", False), "no-signs": ("use_signs", False)}
+          "no-sites": ("use_sites", False), "no-signs": ("use_signs", False),
+          "no-cardinal": ("use_cardinal", False)}
 ABLATIONS = ("pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier", "pipeline:no-pages",
              "pipeline:no-prior", "pipeline:no-mined", "pipeline:no-sites",
-             "pipeline:no-signs")
+             "pipeline:no-signs", "pipeline:no-cardinal")
 INPUT_CAPS = ("pipeline:cap=2048", "pipeline:cap=1024")
 SOURCE_SUBSETS = ("pipeline:src=G", "pipeline:src=BO")
 

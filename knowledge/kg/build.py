@@ -26,28 +26,30 @@ import networkx as nx
 
 from .. import paths
 from .. import sources as sources_mod
-from . import parsers, vocab
+from . import cardinal, parsers, vocab
 from .normalize import normalise, uninvert
 
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-7"
+BUILDER_VERSION = "kg-8"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
-                   "hsdn", "pharmacotherapydb", "hpo", *vocab.VOCAB_SOURCES)
+                   "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, *vocab.VOCAB_SOURCES)
 OPTIONAL_SOURCES = ("ddxplus-conditions", "ddxplus-evidences")
 # sources that ship with this code rather than being fetched: id -> (file, license)
 LOCAL_SOURCES = {
     "kg-abbreviations": (Path(__file__).with_name("abbreviations.tsv"),
                          "Apache-2.0 (ClinicalRAG; curated from common clinical usage)"),
+    cardinal.SOURCE: (cardinal.PATH, cardinal.LICENSE),
 }
 CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
 
 # relation -> (verb phrase used in text, description)
 RELATIONS = {
     "is_a": ("is a", "child -> parent (diseases, symptoms, phenotypes)"),
-    "has_symptom": ("has symptom", "disease -> symptom (DO disease-symptom, HSDN; MedQuAD sentences mined by the "
+    "has_symptom": ("has symptom", "disease -> symptom (DO disease-symptom, HSDN, the curated cardinal findings of "
+                                    "common diseases: knowledge.kg.cardinal; MedQuAD sentences mined by the "
                                     "entity extractor, laid over the built graph: knowledge.kg.mined)"),
     "has_phenotype": ("has phenotype", "disease -> phenotype (HPO annotations)"),
     "treated_by": ("is treated by", "disease -> drug (PharmacotherapyDB indications: category DM = disease "
@@ -622,6 +624,39 @@ def ingest_pharmacotherapydb(b: _Builder, path: Path) -> None:
                n_curators=_int(row.get("n_curators")), n_resources=_int(row.get("n_resources")))
 
 
+def ingest_cardinal_findings(b: _Builder, path: Path) -> None:
+    """The curated cardinal findings of common diseases (:mod:`.cardinal`): a ``has_symptom`` edge per finding with
+    the textbook citation (``reference``) and the finding's place in the entry (``order``, 1 = most characteristic).
+    A fact another source already states — the disease linked to the finding or to an xref-equivalent of it (HP
+    "Fever" = SYMP "fever") — gets ``kg-cardinal`` in that edge's ``also_sources`` instead: one fact, one edge. A
+    disease or finding the graph does not have is counted and skipped (the tests require none)."""
+    rep = b.report
+    b.step("cardinal findings of common diseases (curated)")
+    equivalent: dict[str, list[str]] = defaultdict(list)
+    for (u, rel, v) in b.edges:
+        if rel == "xref":
+            equivalent[u].append(v)
+    for entry in cardinal.read(path):
+        d = b.do_id(entry.disease.id)
+        if d is None:
+            rep["cardinal_unknown_disease"] += 1
+            continue
+        rep["cardinal_diseases"] += 1
+        for i, f in enumerate(entry.findings, start=1):
+            fid = b.symp_id(f.id) if f.id.startswith("SYMP:") else f.id
+            if fid is None or b.nodes.get(fid, {}).get("category") not in ("symptom", "phenotype"):
+                rep["cardinal_unknown_finding"] += 1
+                continue
+            existing = next(((d, rel, x) for x in (fid, *equivalent.get(fid, ()))
+                             for rel in ("has_symptom", "has_phenotype") if (d, rel, x) in b.edges), None)
+            if existing is None:
+                b.edge(d, "has_symptom", fid, cardinal.SOURCE, reference=entry.reference, order=i)
+                rep["cardinal_edges_added"] += 1
+            else:
+                b.edge(existing[0], existing[1], existing[2], cardinal.SOURCE, reference=entry.reference, order=i)
+                rep["cardinal_on_existing_edges"] += 1
+
+
 def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.MultiDiGraph, dict]:
     """Assemble the graph from located source files (``{source_id: path}``). Returns the graph and a report
     of what was read, merged and dropped. The order of the steps matters: later sources are mapped onto the
@@ -654,6 +689,8 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
         ingest_hsdn(b, located["hsdn"])
     if "pharmacotherapydb" in located:
         ingest_pharmacotherapydb(b, located["pharmacotherapydb"])
+    if cardinal.SOURCE in located:
+        ingest_cardinal_findings(b, located[cardinal.SOURCE])
     if any(sid in located for sid in vocab.VOCAB_SOURCES):
         # last but DDXPlus: the names only add to DO concepts, and no earlier step sees them
         vocab.ingest_vocabularies(b, located, {sid: _files_of(sid, p) for sid, p in located.items()})

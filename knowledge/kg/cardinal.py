@@ -1,0 +1,109 @@
+"""Cardinal findings of common diseases: a curated, cited table laid into the knowledge graph as disease -> finding
+edges (source ``kg-cardinal``).
+
+Why: the open sources link rare diseases to findings far better than everyday ones. The Disease Ontology's curated
+disease -> symptom file has a few thousand edges, HPO annotates Mendelian and rare diseases, HSDN's literature
+profiles are long and noisy (hypertension "has" tetraplegia and birth weight) and the sentences mined from MedQuAD
+cover only what a consumer page happens to say. A clinician's differential starts from the typical presentation a
+textbook gives for each common disease; ``cardinal_findings.yaml`` (next to this module) writes that presentation
+down for the diseases a consumer health site, the HSDN literature network or a drug indication marks as common
+(the selection rule is in the file's header), each entry naming the textbook it follows.
+
+File format (YAML)::
+
+    version: 1
+    references:                       # key -> full citation
+      harrison: "Loscalzo J, ... Harrison's Principles of Internal Medicine. 21st ed. McGraw Hill; 2022."
+    diseases:
+    - disease: {id: DOID:10459, name: common cold}
+      reference: harrison             # a key of ``references``
+      findings:                       # most characteristic first; KG symptom/phenotype concepts with their KG names
+      - {id: SYMP:0000139, name: sneezing}
+
+Every id is checked against the built graph by ``tests/integration/test_cardinal_findings_kg.py`` (it exists and
+carries the name written beside it). The graph builder (:func:`knowledge.kg.build.ingest_cardinal_findings`) adds
+one ``has_symptom`` edge per finding with the citation in its ``reference`` attribute, or, when a source already
+links the disease to the finding, adds ``kg-cardinal`` to that edge's ``also_sources``: one fact stays one edge.
+Clinical review: change a finding in the YAML file, never in code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+SOURCE = "kg-cardinal"
+PATH = Path(__file__).with_name("cardinal_findings.yaml")
+LICENSE = "Apache-2.0 (ClinicalRAG; curated after the cited textbooks)"
+FORMAT_VERSION = 1
+MIN_FINDINGS, MAX_FINDINGS = 2, 10
+
+
+class CardinalFormatError(ValueError):
+    """The cardinal-findings file does not follow the format; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CardinalEntry:
+    disease: Ref
+    findings: tuple[Ref, ...]
+    reference: str      # the full citation
+
+
+def _ref(raw: object, where: str) -> Ref:
+    if not isinstance(raw, dict) or set(raw) != {"id", "name"}:
+        raise CardinalFormatError(f"{where}: must be {{id: ..., name: ...}}, not {raw!r}")
+    cid, name = str(raw["id"] or "").strip(), " ".join(str(raw["name"] or "").split())
+    if ":" not in cid or not name:
+        raise CardinalFormatError(f"{where}: needs a prefixed id (DOID:…, SYMP:…, HP:…) and a name, got {raw!r}")
+    return Ref(cid, name)
+
+
+def read(path: Path | str = PATH) -> list[CardinalEntry]:
+    """The entries of a cardinal-findings file; :class:`CardinalFormatError` naming the file (and the entry) when it
+    cannot be read or breaks the format: unknown keys, a reference key not defined, a disease twice, a finding twice
+    in one entry, fewer than 2 or more than 10 findings."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise CardinalFormatError(f"{path.name}: cannot read it: {exc}") from exc
+    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
+        raise CardinalFormatError(f"{path.name}: needs 'version: {FORMAT_VERSION}', 'references' and 'diseases'")
+    refs, rows = data.get("references"), data.get("diseases")
+    if not isinstance(refs, dict) or not refs or not isinstance(rows, list):
+        raise CardinalFormatError(f"{path.name}: 'references' must map keys to citations and 'diseases' be a list")
+    out: list[CardinalEntry] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows, start=1):
+        where = f"{path.name}, disease entry {i}"
+        if not isinstance(row, dict) or set(row) != {"disease", "reference", "findings"}:
+            raise CardinalFormatError(f"{where}: needs exactly 'disease', 'reference' and 'findings'")
+        disease = _ref(row["disease"], where)
+        where = f"{path.name}, {disease.id} ({disease.name})"
+        if disease.id in seen:
+            raise CardinalFormatError(f"{where}: the disease is listed twice")
+        seen.add(disease.id)
+        citation = refs.get(row["reference"])
+        if not isinstance(citation, str) or not citation.strip():
+            raise CardinalFormatError(f"{where}: reference {row['reference']!r} is not defined under 'references'")
+        if not isinstance(row["findings"], list):
+            raise CardinalFormatError(f"{where}: 'findings' must be a list")
+        findings = tuple(_ref(f, f"{where}, finding {j}") for j, f in enumerate(row["findings"], start=1))
+        if not MIN_FINDINGS <= len(findings) <= MAX_FINDINGS:
+            raise CardinalFormatError(f"{where}: {len(findings)} findings; a cardinal presentation has "
+                                      f"{MIN_FINDINGS} to {MAX_FINDINGS}")
+        if len({f.id for f in findings}) != len(findings):
+            raise CardinalFormatError(f"{where}: a finding is listed twice")
+        out.append(CardinalEntry(disease, findings, " ".join(citation.split())))
+    return out
+
+
+__all__ = ["SOURCE", "PATH", "LICENSE", "FORMAT_VERSION", "CardinalFormatError", "Ref", "CardinalEntry", "read"]

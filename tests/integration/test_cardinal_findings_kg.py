@@ -1,0 +1,89 @@
+"""The curated cardinal findings of common diseases (knowledge/kg/cardinal.py) in the real knowledge graph and the
+real ranker.
+
+- every disease and finding of the table exists in the built graph under the name written beside it, with the
+  right category, and the build skipped none of them;
+- each finding is a disease -> finding edge of the graph (to it or, when another source already states the fact, to
+  an xref-equivalent of it) whose sources include ``kg-cardinal`` and that carries the textbook citation; the
+  table gives no disease two edges for one finding and its equivalent; the evidence made from such an edge names the textbook;
+- the common cold, which no other source links to a nasal symptom strongly, ranks among the KG ranker's first five
+  for a cold's presentation with the table and lower without it (``cardinal_strength=0``, the ``no-cardinal``
+  ablation).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from agents.hki import triple_evidence
+from agents.llm import LLMConfig
+from agents.ranker import KGRanker, ranking_findings
+from knowledge.kg import cardinal
+from graph.pipeline import Resources
+from knowledge.kg.normalize import normalise
+
+pytestmark = pytest.mark.integration
+
+COMMON_COLD = "DOID:10459"
+COLD = "Two days of a runny nose, sneezing, a blocked nose and a scratchy sore throat; no fever."
+
+
+@pytest.fixture(scope="module")
+def kg(knowledge):
+    return knowledge[0]
+
+
+def test_every_disease_and_finding_checks_out_against_the_graph(kg):
+    problems = []
+    for e in cardinal.read():
+        c = kg.concept(e.disease.id)
+        if c is None or c.category != "disease" or normalise(c.name) != normalise(e.disease.name):
+            problems.append((e.disease, c and (c.name, c.category)))
+        for f in e.findings:
+            c = kg.concept(f.id)
+            if c is None or c.category not in ("symptom", "phenotype") or normalise(c.name) != normalise(f.name):
+                problems.append((e.disease.name, f, c and (c.name, c.category)))
+    assert problems == []
+    report = kg.report or {}
+    assert report.get("cardinal_diseases") == len(cardinal.read())
+    assert not report.get("cardinal_unknown_disease") and not report.get("cardinal_unknown_finding")
+
+
+def test_each_finding_is_an_edge_citing_the_textbook(kg):
+    g = kg.graph
+    entries = cardinal.read()
+    for e in entries:
+        for f in e.findings:
+            # the finding itself, or the equivalent another source already links the disease to (one fact, one edge)
+            tagged = [d for x in kg.equivalents(f.id) | {f.id}
+                      for k, d in (g.get_edge_data(e.disease.id, x) or {}).items()
+                      if k in ("has_symptom", "has_phenotype")
+                      and cardinal.SOURCE in [d.get("source"), *(d.get("also_sources") or ())]]
+            assert tagged, (e.disease.name, f.name)
+            assert tagged[0].get("reference") == e.reference, (e.disease.name, f.name)
+    for e in entries:
+        tagged = [v for _, v, k, d in g.out_edges(e.disease.id, keys=True, data=True)
+                  if k in ("has_symptom", "has_phenotype")
+                  and cardinal.SOURCE in [d.get("source"), *(d.get("also_sources") or ())]]
+        for f in e.findings:
+            linked = [v for v in tagged if v in kg.equivalents(f.id) | {f.id}]
+            assert len(linked) == 1, (e.disease.name, f.name, linked)
+    cold = next(e for e in entries if e.disease.id == COMMON_COLD)
+    t = next(t for t in kg.neighbors(COMMON_COLD, "has_symptom") if t.source == cardinal.SOURCE)
+    ev = triple_evidence(t, 1.0)
+    assert ev.id == f"G:{COMMON_COLD}|has_symptom|{t.object}"
+    assert "cardinal findings" in ev.source and "Harrison" in ev.source and cold.reference.startswith("Loscalzo")
+
+
+def test_the_table_brings_the_common_cold_up_for_a_cold(knowledge, kg):
+    res = Resources(llm_config=LLMConfig(), kg=kg, index=knowledge[1])
+    ex = res.mee.extract(COLD)
+    findings, negated = ranking_findings(ex)
+    assert len(findings) >= 3, findings
+    ranker = KGRanker(kg)
+    ranked = [c.concept_id for c in ranker.rank(findings, negated, k=50, age=ex.age_years, sex=ex.sex)]
+    assert COMMON_COLD in ranked[:5], ranked[:5]
+    without = KGRanker(kg, replace(ranker.config, cardinal_strength=0.0))
+    ranked0 = [c.concept_id for c in without.rank(findings, negated, k=50, age=ex.age_years, sex=ex.sex)]
+    assert COMMON_COLD not in ranked0 or ranked0.index(COMMON_COLD) > ranked.index(COMMON_COLD), ranked0[:10]
