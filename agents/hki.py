@@ -39,7 +39,7 @@ class RetrievalParams:
     use_entities: bool = True
     use_pages: bool = True
     page_weight: float = 1.0           # the disease-page ranking's weight in the rank fusion (KG ranking = 1)
-    model_weight: float = 2.0          # the language model's proposal ranking's weight (when it proposed)
+    model_weight: float = 1.5          # the language model's proposal ranking's weight (when it proposed; dev-chosen)
     contradiction_penalty: float = 0.35  # a model-proposed candidate loses this share per absent expected finding
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
@@ -65,7 +65,7 @@ class RetrievalParams:
                    min_entity_score=cfg.min_entity_score, min_chunk_score=cfg.min_chunk_score,
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
                    use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0),
-                   model_weight=getattr(cfg, "model_weight", 2.0),
+                   model_weight=getattr(cfg, "model_weight", 1.5),
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
                    use_mined_edges=getattr(cfg, "use_mined_edges", True),
