@@ -21,7 +21,7 @@ from knowledge.text import fold
 
 log = logging.getLogger(__name__)
 
-LEXICON_VERSION = 6  # bump when build_lexicon changes
+LEXICON_VERSION = 7  # bump when build_lexicon changes
 
 # Vocabulary category -> Entity.category.
 CATEGORY_MAP: dict[str, Category] = {
@@ -54,7 +54,7 @@ unknown other present absent general generalized change changes level levels use
 arm leg eye ear nose mouth tongue back neck chest breast heart brain blood bone liver lung kidney feeling sense
 state condition problem issue process complication complications tumor tumour cancer mass lesion injury
 drug medication medicine test exam examination result results cold hot heat cell cells tissue
-hypochondrium hypochondrial epigastrium dullness fecal
+hypochondrium hypochondrial epigastrium dullness fecal tearing
 """.split()) | frozenset({"family history", "medical history", "past medical history", "social history",
                           "history of", "chief complaint", "present illness", "review of systems",
                           # the name of a measurement is no finding ("blood pressure is normal")

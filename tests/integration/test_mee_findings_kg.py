@@ -92,6 +92,14 @@ def test_a_test_name_holding_a_cue_word_denies_nothing(mee):
     assert by_name["pain"].negated
 
 
+def test_a_tearing_pain_is_not_watery_eyes(mee):
+    """"tearing" describes the pain (aortic dissection's classic word), not lacrimation; watery eyes still read as
+    epiphora."""
+    names = {e.concept_name for e in mee.extract("sudden tearing chest pain radiating to the back").entities}
+    assert "chest pain" in names and "Epiphora" not in names, names
+    assert "Epiphora" in {e.concept_name for e in mee.extract("her eyes are tearing up and itchy").entities}
+
+
 def test_single_high_reading_is_not_the_disease(kg):
     """The blood-pressure finding reaches the diseases annotated with hypertension (as a narrower term) without
     being the same concept as the disease hypertension."""
