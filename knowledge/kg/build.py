@@ -647,14 +647,11 @@ def ingest_cardinal_findings(b: _Builder, path: Path) -> None:
             if fid is None or b.nodes.get(fid, {}).get("category") not in ("symptom", "phenotype"):
                 rep["cardinal_unknown_finding"] += 1
                 continue
-            existing = next(((d, rel, x) for x in (fid, *equivalent.get(fid, ()))
+            existing = next(((rel, x) for x in (fid, *equivalent.get(fid, ()))
                              for rel in ("has_symptom", "has_phenotype") if (d, rel, x) in b.edges), None)
-            if existing is None:
-                b.edge(d, "has_symptom", fid, cardinal.SOURCE, reference=entry.reference, order=i)
-                rep["cardinal_edges_added"] += 1
-            else:
-                b.edge(existing[0], existing[1], existing[2], cardinal.SOURCE, reference=entry.reference, order=i)
-                rep["cardinal_on_existing_edges"] += 1
+            rel, target = existing or ("has_symptom", fid)
+            b.edge(d, rel, target, cardinal.SOURCE, reference=entry.reference, order=i)
+            rep["cardinal_on_existing_edges" if existing else "cardinal_edges_added"] += 1
 
 
 def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.MultiDiGraph, dict]:
