@@ -43,6 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from knowledge.kg import mined as mined_format
@@ -111,8 +112,9 @@ class _Found:
 
 def miner_version() -> str:
     """The miner's version with a fingerprint of what its extractor reads by (the lexicon version, the context cues,
-    the test-result and everyday-words phrase tables): editing a phrase table or a cue changes what is mined, so
-    `clinicalrag kg build` mines again."""
+    the test-result and everyday-words phrase tables and the modules that read them): editing a phrase table, its
+    reader or a cue changes what is mined, so `clinicalrag kg build` mines again."""
+    from .mee import labs, lay  # noqa: PLC0415
     from .mee.labs import PHRASE_TABLE  # noqa: PLC0415
     from .mee.lay import LAY_TABLE  # noqa: PLC0415
     from .mee.lexicon import LEXICON_VERSION  # noqa: PLC0415
@@ -120,7 +122,7 @@ def miner_version() -> str:
 
     h = hashlib.sha256(f"lexicon-{LEXICON_VERSION}".encode())
     h.update(repr((EXTRA_CONTEXT_RULES, PERSISTENCE_PHRASES, TEST_NAME_PHRASES)).encode())
-    for table in (PHRASE_TABLE, LAY_TABLE):
+    for table in (PHRASE_TABLE, LAY_TABLE, Path(labs.__file__), Path(lay.__file__)):
         h.update(table.read_bytes())
     return f"{MINER_VERSION}+x{h.hexdigest()[:8]}"
 

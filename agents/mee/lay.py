@@ -13,6 +13,12 @@ such expressions to the concept the vocabulary would have found for the clinical
 ``swelling``
     the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells" and "P
     swelling" give the finding;
+``lesion``
+    the pattern is a word describing a skin lesion ("scaly", "annular", "umbilicated") or naming its kind
+    ("plaque"); it is read only inside the description of a lesion — a run of descriptive words ending in a lesion
+    noun ("an itchy, annular, scaly rash", "umbilicated papules", "erythematous plaques on the elbows") — and the
+    finding's span is the word itself, so each word of one description gives its finding ("dental plaque",
+    "pleural plaques" and "Koplik spots" are no skin lesions);
 ``region``
     the pattern names a region where pain is felt ("epigastrium", "left hypochondrium"); the region's words are the
     finding when a word for pain or tenderness comes before them in the same clause, so each place of a list is
@@ -33,12 +39,41 @@ from pathlib import Path
 from .findings import Finding, PhraseRule, read_phrase_table, resolve_overlaps
 
 LAY_TABLE = Path(__file__).with_name("lay_phrases.tsv")
-FORMS = ("phrase", "pain", "swelling", "region")
+FORMS = ("phrase", "pain", "swelling", "lesion", "region")
 # a region is a site of pain when a pain word comes before it in its clause (no sentence or clause break between)
 _PAIN_BEFORE = re.compile(r"\b(?:pains?|painful|tender(?:ness)?|discomfort|aches?|aching|cramps?|cramping|"
                           r"colic(?:ky)?)\b[^.;:!?\n]{0,160}$", re.I)
 
 _I = re.IGNORECASE
+# the text before a body part that a pain radiates to: a word for pain, a verb of radiation, a preposition and,
+# for the later places of a list ("to the left arm, neck and jaw"), the places named before it
+_RADIATES_TO = re.compile(
+    r"\b(?:pains?|painful|aches?|aching|discomfort|pressure|tightness|heaviness|cramps?|cramping|"
+    r"colic(?:ky)?|tender(?:ness)?)\b[^.;:!?\n]{0,100}?\b(?:radiat(?:e|es|ed|ing)|spread(?:s|ing)?|"
+    r"shoot(?:s|ing)?|travel(?:s|led|ling|ing)?|extend(?:s|ed|ing)?|goes|going|went|mov(?:es|ed|ing)|"
+    r"refer(?:s|red))\s+(?:\w+\s+){0,2}?(?:to|into|towards?|down|through(?:\s+to)?|up(?:\s+to)?|across)\s+"
+    r"(?:(?:the|his|her|my|their|both|either)\s+)?"
+    r"(?:(?:[\w-]+\s+){0,2}?[\w-]+(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
+    r"(?:(?:the|his|her|my|their|both)\s+)?){0,3}$", re.I)
+# a skin lesion's description: descriptive words (those of the lesion rows and these) ending in a lesion noun
+_LESION_NOUN = (r"papules?|plaques?|patch(?:es)?|macules?|nodules?|lesions?|rash(?:es)?|eruptions?|vesicles?|bullae|"
+                r"blisters?|pustules?|ulcers?|ulcerations?|growths?|scales?|spots?|bumps?|moles?|wheals?|welts?|"
+                r"erosions?|areas?")
+_LESION_WORDS = (r"small|large|tiny|multiple|several|numerous|few|many|single|solitary|isolated|raised|elevated|flat|"
+                 r"firm|soft|smooth|shiny|waxy|rough|red|reddish|pink|brown|tan|black|white|yellow(?:ish)?|purple|"
+                 r"violaceous|dusky|skin[\s-]colou?red|flesh[\s-]colou?red|hyper-?pigmented|hypo-?pigmented|"
+                 r"erythematous|well[\s-](?:demarcated|circumscribed|defined)|sharply\s+demarcated|dome[\s-]shaped|"
+                 r"round|oval|irregular|pruritic|itchy|painful|painless|tender|non-?tender|discrete|confluent|grouped|"
+                 r"clustered|thick(?:ened)?|dry|new|pearly|translucent|verrucous|warty|keratotic|hyperkeratotic|crusted|"
+                 r"crusting|excoriated|ulcerated|greasy|stuck-on|velvety|nodular|papular|macular|vesicular|pustular|"
+                 r"bullous|tense|flaccid|target(?:oid)?|petechial|purpuric|telangiectatic|pedunculated|atrophic|"
+                 r"lichenified|depigmented|blanching|non-?blanching|serpiginous|linear|polygonal|flat-topped|"
+                 r"\d+(?:\.\d+)?[\s-]?(?:mm|cm)")
+# words before a lesion noun that make it something other than a skin lesion
+_NOT_SKIN = re.compile(r"\b(?:dental|pleural|atherosclerotic|atheromatous|arterial|amyloid|senile|neuritic|coronary|"
+                       r"carotid|aortic|demyelinating|Peyer'?s|Koplik|Roth|Bitot'?s?|Janeway|cotton[\s-]wool|"
+                       r"ash[\s-]leaf|caf[eé][\s-]au[\s-]lait|Forchheimer|Brushfield|blind|hot|cold)\s+$",
+                       re.I)
 _OWNER = r"(?:my|the|his|her|their|your|both|both\s+of\s+my)\s+"
 _SIDE = r"(?:(?:left|right|lower|upper|whole|entire|inner|outer)\s+)?"
 _ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+bit|a\s+lot|more|too)\s+)"
@@ -51,15 +86,16 @@ def load_lay_table(path: Path | str = LAY_TABLE) -> list[PhraseRule]:
 
 
 def expand(form: str, part: str) -> str:
-    """The regular expression a ``pain`` or ``swelling`` row stands for (``part`` names the body part)."""
+    """The regular expression a ``pain``, ``swelling`` or ``region`` row stands for (``part`` names the body part);
+    a ``phrase`` or ``lesion`` row's pattern as it is."""
     p = f"(?:{part})"
     if form == "pain":
         return "|".join((
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting|killing\s+me))\b",
             rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at)\s+"
-            rf"{_OWNER}{_SIDE}{p}\b",
-            rf"\b(?:sore|painful|aching|achy|throbbing)\s+{_SIDE}{p}\b",
+            rf"{_OWNER}{_SIDE}{p}\b(?!\s+of\b)",    # "pain in the back", not "... the back of the head"
+            rf"\b(?:sore|painful|aching|achy|throbbing)\s+{_SIDE}{p}\b(?!\s+of\b)",
             rf"\b{p}\s?(?:aches?|pains?)\b",
         ))
     if form == "swelling":
@@ -77,7 +113,31 @@ def expand(form: str, part: str) -> str:
 
 @lru_cache(maxsize=4)
 def _compiled(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
-    return [(rule, re.compile(expand(rule.form, rule.pattern), _I)) for rule in load_lay_table(path)]
+    return [(rule, re.compile(expand(rule.form, rule.pattern), _I)) for rule in load_lay_table(path)
+            if rule.form != "lesion"]
+
+
+@lru_cache(maxsize=4)
+def _radiation(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
+    """The body parts of the ``pain`` rows as places a pain radiates to ("the back", not "the back of the head")."""
+    return [(rule, re.compile(rf"\b{_SIDE}(?:{rule.pattern})\b(?!\s+of\b)", _I))
+            for rule in load_lay_table(path) if rule.form == "pain"]
+
+
+@lru_cache(maxsize=4)
+def _lesion(path: str) -> tuple[re.Pattern, list[tuple[PhraseRule, re.Pattern]]]:
+    """The pattern of a lesion's description and the ``lesion`` rows' own patterns."""
+    rows = [(rule, re.compile(rf"\b(?:{rule.pattern})\b", _I)) for rule in load_lay_table(path)
+            if rule.form == "lesion"]
+    words = "|".join([_LESION_WORDS, *(f"(?:{rule.pattern})" for rule, _ in rows)])
+    description = re.compile(rf"\b(?:(?:{words})(?:\s*,\s*(?:and\s+)?|\s+(?:and|or)\s+|\s+)){{0,6}}"
+                             rf"(?:{_LESION_NOUN})\b", _I)
+    return description, rows
+
+
+def _finding(rule: PhraseRule, text: str, start: int, end: int) -> Finding:
+    return Finding(start=start, end=end, text=text[start:end], analyte=rule.name, key=rule.concept_id,
+                   name=rule.name, concept_ids=(rule.concept_id,), measured=False, negated=False)
 
 
 def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
@@ -89,9 +149,18 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
                 continue
             if rule.form == "region" and not _PAIN_BEFORE.search(text, max(0, m.start() - 200), m.start()):
                 continue
-            found.append(Finding(start=m.start(), end=m.end(), text=text[m.start():m.end()], analyte=rule.name,
-                                 key=rule.concept_id, name=rule.name, concept_ids=(rule.concept_id,),
-                                 measured=False, negated=False))
+            found.append(_finding(rule, text, m.start(), m.end()))
+    for rule, pat in _radiation(str(path)):
+        for m in pat.finditer(text):
+            if _RADIATES_TO.search(text, max(0, m.start() - 220), m.start()):
+                found.append(_finding(rule, text, m.start(), m.end()))
+    description, rows = _lesion(str(path))
+    for d in description.finditer(text):
+        if _NOT_SKIN.search(text, max(0, d.start() - 40), d.start()):
+            continue
+        for rule, pat in rows:
+            for m in pat.finditer(text, d.start(), d.end()):
+                found.append(_finding(rule, text, m.start(), m.end()))
     return resolve_overlaps(found)
 
 

@@ -146,7 +146,7 @@ def test_more_everyday_wording(text, name):
 
 @pytest.mark.parametrize("text, expected", [
     ("Pain (stabbing, burning) in the lower chest, the left hypochondrium and the epigastrium, radiating to the back.",
-     ["left upper quadrant abdominal pain", "Epigastric pain"]),
+     ["left upper quadrant abdominal pain", "Epigastric pain", "backache"]),
     ("Tenderness over the right iliac fossa and the right flank.",
      ["right lower quadrant abdominal pain", "Flank pain"]),
     ("Colicky pain from the left flank to the groin.", ["colic", "Flank pain"]),
@@ -203,3 +203,80 @@ def test_smell_and_taste_lost_together_are_two_findings():
 ])
 def test_exam_wording_needs_the_finding(text):
     assert not {"memory impairment", "Joint stiffness", "Heberden's node", "arrhythmia"} & set(names(text))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Sudden tearing chest pain radiating to the back.", ["chest pain", "backache"]),
+    ("Crushing substernal pressure radiating to the left arm and jaw.", ["Upper limb pain", "Jaw pain"]),
+    ("Epigastric pain that goes through to his back.", ["backache"]),   # the vocabulary reads the rest
+    ("A dull ache spreading to the throat, the jaw and both shoulders.",
+     ["throat pain", "Jaw pain", "shoulder pain"]),
+])
+def test_a_pain_radiating_to_a_body_part_is_pain_there(text, expected):
+    assert names(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "A rash that spread to his arms and legs.",                    # no pain: a rash spreading is no arm pain
+    "She had radiation to the chest for lymphoma.",                # radiotherapy, not a radiating pain
+    "Pain radiating to the back of the neck.",                     # the back of the neck is not the back
+    "He has pain in the back of his head.",
+    # heartburn rising to the throat is no throat pain (the pyrosis row reads it)
+    "Burning sensation that starts in the stomach then goes up into the throat.",
+])
+def test_radiation_needs_a_pain_and_the_part_itself(text):
+    got = names(text)
+    assert not {"backache", "Upper limb pain", "chest pain", "Lower limb pain", "throat pain"} & set(got), got
+
+
+def test_each_word_of_a_lesion_description_is_its_own_finding():
+    text = "Well-demarcated erythematous plaques with silvery scales on the elbows; an itchy, annular, scaly rash."
+    got = [(f.text, f.name) for f in find_lay_phrases(text)]
+    assert got == [("erythematous", "Erythematous plaque"), ("plaques", "Skin plaque"),
+                   ("silvery scales", "Scaling skin"), ("itchy", "Pruritus"),
+                   ("annular", "Annular cutaneous lesion"), ("scaly", "Scaling skin"), ("rash", "rash")]
+    assert ("umbilicated", "Umbilicated nodule") in [(f.text, f.name) for f in find_lay_phrases(
+        "Multiple umbilicated, pearly papules on the trunk.")]
+
+
+@pytest.mark.parametrize("text", [
+    "He has dental plaque and pleural plaques on the CT.",
+    "Koplik spots on the buccal mucosa.",
+    "She is annoyed by the scaly texture of the old paint.",     # no lesion noun after the word
+    "Red blood cells are normal; the erythematous throat is sore.",
+])
+def test_lesion_words_outside_a_skin_lesion_are_no_finding(text):
+    got = names(text)
+    assert not {"Skin plaque", "Scaling skin", "Erythematous plaque", "Annular cutaneous lesion"} & set(got), got
+
+
+@pytest.mark.parametrize("text, name", [
+    ("He hears voices telling him to hurt people.", "Auditory hallucination"),
+    ("She sees bugs that are not there.", "Visual hallucination"),
+    ("He believes the government has implanted a chip in his tooth.", "Delusion"),
+    ("She is convinced that her neighbours are poisoning her food.", "Delusion"),
+    ("Her affect is flat.", "Diminishment of emotional expression"),
+    ("Mental status examination shows a blunted affect.", "Diminishment of emotional expression"),
+    ("She does not have friends and prefers to be alone.", "Diminishment of social interactions"),
+    ("He has become socially withdrawn.", "Diminishment of social interactions"),
+    ("Over the past months he has become increasingly withdrawn.", "Diminishment of social interactions"),
+    ("He cannot leave the house because aliens are watching him.", "Delusion"),
+    ("She has lost interest in her hobbies.", "Anhedonia"),
+    ("He has had thoughts of killing himself.", "Suicidal ideation"),
+    ("She feels worthless.", "Low self-esteem"),
+    ("He feels guilty about his divorce.", "Excessive guilt"),
+    ("She has felt sad and hopeless for a month.", "depression"),
+    ("He worries excessively about his job, his health and his children.", "anxiety"),
+])
+def test_mental_state_wording(text, name):
+    assert name in names(text), names(text)
+
+
+@pytest.mark.parametrize("text", [
+    "She believes the treatment is working.",
+    "He has many friends at school.",
+    "The voices of the nurses were loud.",
+    "She is interested in art.",
+])
+def test_ordinary_sentences_are_no_mental_state_finding(text):
+    assert names(text) == [], names(text)
