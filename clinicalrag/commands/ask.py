@@ -128,8 +128,8 @@ def render(r: dict) -> str:
     ex = r.get("extraction") or {}
     ents = ex.get("entities") or []
     if ents:
-        pos = [e["text"] for e in ents if not (e.get("negated") or e.get("family") or e.get("hypothetical"))]
-        neg = [e["text"] for e in ents if e.get("negated")]
+        pos = [finding_label(e) for e in ents if not (e.get("negated") or e.get("family") or e.get("hypothetical"))]
+        neg = [finding_label(e) for e in ents if e.get("negated")]
         demo = ", ".join(x for x in [f"{ex['age_years']:g} y" if ex.get("age_years") is not None else "",
                                      ex.get("sex") or ""] if x)
         out.append(f"Findings: {', '.join(pos) or '—'}" + (f" | absent: {', '.join(neg)}" if neg else "")
@@ -174,6 +174,17 @@ def render(r: dict) -> str:
 
 
 DIAGNOSTIC_PREFIX = "diagnostic: "   # graph.result.DIAGNOSTIC_PREFIX: an escalation about the diagnosis
+
+
+def finding_label(e: dict) -> str:
+    """An extracted finding as the presentation says it and, when the words do not name it, what it was read as:
+    "back (backache)", "HR 110 (tachycardia)", "affect is flat (Diminishment of emotional expression)"."""
+    text, name = e.get("text") or "", e.get("concept_name") or ""
+    words = re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+    said = re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
+    if not name or e.get("category") == "demographic" or said == words or said in words:
+        return text
+    return f"{text} ({name})"
 
 
 def claims_text(r: dict) -> str:

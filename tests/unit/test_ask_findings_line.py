@@ -1,0 +1,23 @@
+"""The `ask` face's findings line says how each phrase was read when its words do not name the finding
+(clinicalrag/commands/ask.py)."""
+from __future__ import annotations
+
+import pytest
+
+from clinicalrag.commands.ask import finding_label
+
+
+@pytest.mark.parametrize("entity, label", [
+    ({"text": "back", "concept_name": "backache", "category": "symptom"}, "back (backache)"),
+    ({"text": "HR 110", "concept_name": "tachycardia", "category": "sign"}, "HR 110 (tachycardia)"),
+    ({"text": "affect is flat", "concept_name": "Diminishment of emotional expression", "category": "phenotype"},
+     "affect is flat (Diminishment of emotional expression)"),
+    ({"text": "chest pain", "concept_name": "chest pain", "category": "symptom"}, "chest pain"),
+    ({"text": "Chest-pain", "concept_name": "chest pain", "category": "symptom"}, "Chest-pain"),
+    ({"text": "severe epigastric pain", "concept_name": "Epigastric pain", "category": "phenotype"},
+     "severe epigastric pain"),
+    ({"text": "58-year-old", "concept_name": "58 years", "category": "demographic"}, "58-year-old"),
+    ({"text": "wheeze", "concept_name": None, "category": "symptom"}, "wheeze"),
+])
+def test_a_finding_is_shown_with_what_it_was_read_as_when_its_words_differ(entity, label):
+    assert finding_label(entity) == label
