@@ -128,7 +128,8 @@ def render(r: dict) -> str:
     ex = r.get("extraction") or {}
     ents = ex.get("entities") or []
     if ents:
-        pos = [finding_label(e) for e in ents if not (e.get("negated") or e.get("family") or e.get("hypothetical"))]
+        pos = [finding_label(e) for e in ents if e.get("category") != "demographic"   # age and sex close the line
+               and not (e.get("negated") or e.get("family") or e.get("hypothetical"))]
         neg = [finding_label(e) for e in ents if e.get("negated")]
         demo = ", ".join(x for x in [f"{ex['age_years']:g} y" if ex.get("age_years") is not None else "",
                                      ex.get("sex") or ""] if x)

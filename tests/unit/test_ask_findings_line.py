@@ -21,3 +21,15 @@ from clinicalrag.commands.ask import finding_label
 ])
 def test_a_finding_is_shown_with_what_it_was_read_as_when_its_words_differ(entity, label):
     assert finding_label(entity) == label
+
+
+def test_the_findings_line_leaves_age_and_sex_to_its_end():
+    from clinicalrag.commands.ask import render
+
+    r = {"status": "verified", "answer": "", "latency_ms": 12.0, "run_id": "r1", "extraction": {
+        "age_years": 62, "sex": "male", "entities": [
+            {"text": "62-year-old", "category": "demographic", "concept_name": "62 years"},
+            {"text": "back", "category": "symptom", "concept_name": "backache"},
+            {"text": "fever", "category": "symptom", "concept_name": "fever", "negated": True}]}}
+    [line] = [x for x in render(r).splitlines() if x.startswith("Findings:")]
+    assert line == "Findings: back (backache) | absent: fever | 62 y, male"
