@@ -40,19 +40,18 @@ from .findings import Finding, PhraseRule, read_phrase_table, resolve_overlaps
 
 LAY_TABLE = Path(__file__).with_name("lay_phrases.tsv")
 FORMS = ("phrase", "pain", "swelling", "lesion", "region")
-# a region is a site of pain when a pain word comes before it in its clause (no sentence or clause break between)
-_PAIN_BEFORE = re.compile(r"\b(?:pains?|painful|tender(?:ness)?|discomfort|aches?|aching|cramps?|cramping|"
-                          r"colic(?:ky)?)\b[^.;:!?\n]{0,160}$", re.I)
+# words for pain: a region named after one in its clause is a site of pain (no sentence or clause break between)
+_PAIN_WORDS = r"pains?|painful|tender(?:ness)?|discomfort|aches?|aching|cramps?|cramping|colic(?:ky)?"
+_PAIN_BEFORE = re.compile(rf"\b(?:{_PAIN_WORDS})\b[^.;:!?\n]{{0,160}}$", re.I)
 
 _I = re.IGNORECASE
-# the text before a body part that a pain radiates to: a word for pain, a verb of radiation, a preposition and,
-# for the later places of a list ("to the left arm, neck and jaw"), the places named before it
+# the text before a body part that a pain radiates to: a word for pain (or pressure), a verb of radiation, a
+# preposition and, for the later places of a list ("to the left arm, neck and jaw"), the places named before it
 _RADIATES_TO = re.compile(
-    r"\b(?:pains?|painful|aches?|aching|discomfort|pressure|tightness|heaviness|cramps?|cramping|"
-    r"colic(?:ky)?|tender(?:ness)?)\b[^.;:!?\n]{0,100}?\b(?:radiat(?:e|es|ed|ing)|spread(?:s|ing)?|"
-    r"shoot(?:s|ing)?|travel(?:s|led|ling|ing)?|extend(?:s|ed|ing)?|goes|going|went|mov(?:es|ed|ing)|"
-    r"refer(?:s|red))\s+(?:\w+\s+){0,2}?(?:to|into|towards?|down|through(?:\s+to)?|up(?:\s+to)?|across)\s+"
-    r"(?:(?:the|his|her|my|their|both|either)\s+)?"
+    rf"\b(?:{_PAIN_WORDS}|pressure|tightness|heaviness)\b[^.;:!?\n]{{0,100}}?\b(?:radiat(?:e|es|ed|ing)|"
+    r"spread(?:s|ing)?|shoot(?:s|ing)?|travel(?:s|led|ling|ing)?|extend(?:s|ed|ing)?|goes|going|went|"
+    r"mov(?:es|ed|ing)|refer(?:s|red))\s+(?:\w+\s+){0,2}?(?:to|into|towards?|down|through(?:\s+to)?|up(?:\s+to)?|"
+    r"across)\s+(?:(?:the|his|her|my|their|both|either)\s+)?"
     r"(?:(?:[\w-]+\s+){0,2}?[\w-]+(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
     r"(?:(?:the|his|her|my|their|both)\s+)?){0,3}$", re.I)
 # a skin lesion's description: descriptive words (those of the lesion rows and these) ending in a lesion noun
