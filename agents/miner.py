@@ -118,10 +118,12 @@ def miner_version() -> str:
     from .mee.labs import PHRASE_TABLE  # noqa: PLC0415
     from .mee.lay import LAY_TABLE  # noqa: PLC0415
     from .mee.lexicon import LEXICON_VERSION  # noqa: PLC0415
-    from .nlp import EXTRA_CONTEXT_RULES, PERSISTENCE_PHRASES, TEST_NAME_PHRASES  # noqa: PLC0415
+    from .nlp import (EXTRA_CONTEXT_RULES, INFORMANT_RELATIVES, INFORMANT_VERBS, PERSISTENCE_PHRASES,  # noqa: PLC0415
+                      TEST_NAME_PHRASES)
 
     h = hashlib.sha256(f"lexicon-{LEXICON_VERSION}".encode())
-    h.update(repr((EXTRA_CONTEXT_RULES, PERSISTENCE_PHRASES, TEST_NAME_PHRASES)).encode())
+    h.update(repr((EXTRA_CONTEXT_RULES, PERSISTENCE_PHRASES, TEST_NAME_PHRASES, INFORMANT_RELATIVES,
+                   INFORMANT_VERBS)).encode())
     for table in (PHRASE_TABLE, LAY_TABLE, Path(labs.__file__), Path(lay.__file__)):
         h.update(table.read_bytes())
     return f"{MINER_VERSION}+x{h.hexdigest()[:8]}"

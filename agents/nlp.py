@@ -114,6 +114,14 @@ TEST_NAME_PHRASES: tuple[str, ...] = (
     "free light chains", "free light chain", "free fatty acids", "free air", "free fluid", "free water",
 )
 
+# A relative who brings the patient or tells the story is the informant, not the one with the finding: "brought to
+# the physician by his mother", "the mother reports that her son has become withdrawn", "according to her father".
+INFORMANT_RELATIVES: tuple[str, ...] = ("mother", "father", "parents", "parent", "sister", "brother", "grandmother",
+                                        "grandfather")
+INFORMANT_VERBS: tuple[str, ...] = ("reports", "reported", "says", "said", "states", "stated", "notes", "noted",
+                                    "describes", "described", "explains", "explained", "adds", "added", "brought",
+                                    "brings", "noticed", "observed", "thinks", "believes", "worries")
+
 # Section headers frequent in short clinical presentations (added to medspaCy's default section rules, which
 # already hold "History:", "Past medical history:", "PMH:", "Family history:", "Social history:", ...). Past-history
 # sections flag their entities as historical (agents.mee.sections bounds how far a header reaches).
@@ -203,6 +211,17 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
         ConTextRule("history of present illness", "PSEUDO", direction="PSEUDO", pattern=[
             {"LOWER": {"IN": ["history", "hx"]}}, {"LOWER": "of"}, {"LOWER": {"IN": ["present", "presenting"]}},
             {"LOWER": "illness"}]),
+    ])
+    # the informant: "by his mother", "his mother reports", "according to her father" (a longer PSEUDO match wins
+    # over the single-word family cue; "his mother has asthma" stays family history)
+    owner = {"LOWER": {"IN": ["his", "her", "their", "the", "a", "my"]}, "OP": "?"}
+    relative = {"LOWER": {"IN": list(INFORMANT_RELATIVES)}}
+    context.add([
+        ConTextRule("by <relative>", "PSEUDO", direction="PSEUDO", pattern=[{"LOWER": "by"}, owner, relative]),
+        ConTextRule("<relative> reports", "PSEUDO", direction="PSEUDO", pattern=[
+            owner, relative, {"LOWER": {"IN": list(INFORMANT_VERBS)}}]),
+        ConTextRule("according to <relative>", "PSEUDO", direction="PSEUDO", pattern=[
+            {"LOWER": "according"}, {"LOWER": "to"}, owner, relative]),
     ])
     # "a cough that won't go away", "a rash I can't get rid of": a complaint that persists, not a denial
     context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO") for lit in PERSISTENCE_PHRASES + TEST_NAME_PHRASES])

@@ -128,6 +128,25 @@ def test_family_history_section_reach(mee):
     assert asthma.family and not asthma.historical and wheeze.current
 
 
+@pytest.mark.parametrize("text", [
+    "A 24-year-old man is brought in by his mother: he hears voices and has a fever.",
+    "His mother reports that he hears voices and has a fever.",
+    "According to his father, he hears voices and has a fever.",
+])
+def test_a_relative_who_tells_the_story_is_no_family_history(text, mee):
+    ex = mee.extract(text)
+    found = {e.concept_name: e for e in ex.entities if e.category != "demographic"}
+    assert {"Auditory hallucination", "fever"} <= set(found), sorted(found)
+    assert not any(e.family for e in found.values()), [(e.text, e.family) for e in found.values()]
+
+
+def test_a_relatives_own_disease_stays_family_history(mee):
+    ex = mee.extract("His mother has asthma and was brought by ambulance. He has wheezing.")
+    [asthma] = by_concept(ex, "DOID:2841")
+    [wheeze] = by_concept(ex, "SYMP:0000604")
+    assert asthma.family and not wheeze.family
+
+
 def test_past_and_present_mentions_of_one_concept_are_both_kept(mee):
     ex = mee.extract("History: heart failure.\nNow presents with heart failure and cough.")
     hf = by_concept(ex, "SYMP:0000292")
