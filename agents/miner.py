@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.kg import mined as mined_format
+from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_definitions, ncit_url
 
@@ -55,7 +56,7 @@ from .textutil import is_question, sentences
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-3"
+MINER_VERSION = "miner-4"
 # "definition": the NCI Thesaurus definitions the knowledge graph keeps for its diseases (read as short documents)
 QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
@@ -322,6 +323,8 @@ class Miner:
             stack = [cid]
             while stack and len(seen) <= cap:
                 for c in self.kg.children(stack.pop()):
+                    if is_mesh_disease(c, self._cat.get(c)):   # DO's own subtree decides (as in the ranker)
+                        continue
                     if c not in seen:
                         seen.add(c)
                         stack.append(c)

@@ -78,6 +78,7 @@ from typing import Any, Iterable
 
 from agents.types import Candidate, Entity, Extraction
 from knowledge.kg.cardinal import SOURCE as CARDINAL_SOURCE
+from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.mined import SOURCE as MINED_SOURCE
 
 FINDING_RELATIONS = ("has_symptom", "has_phenotype")
@@ -271,12 +272,16 @@ class _KGIndex:
         return seen
 
     def descendants(self, cid: str) -> int:
+        """The size of a disease's subtree as the ontologies file it (diseases added from MeSH below a DO concept
+        do not turn it into a category: :func:`knowledge.kg.mesh_nodes.is_mesh_disease`)."""
         n = self._desc.get(cid)
         if n is None:
             seen: set[str] = set()
             stack = [cid]
             while stack and len(seen) <= 10_000:
                 for c in self.children.get(stack.pop(), ()):
+                    if is_mesh_disease(c, self.category.get(c)):
+                        continue
                     if c not in seen:
                         seen.add(c)
                         stack.append(c)

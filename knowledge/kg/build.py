@@ -2,14 +2,16 @@
 
 Nodes are ontology ids (``DOID:``, ``SYMP:``, ``HP:``, DrugBank ``DB…``, ``UBERON:``, ``OMIM:``/``ORPHA:``/
 ``DECIPHER:`` for HPO diseases without a DO equivalent, ``MESH:`` for HSDN symptoms without a SYMP/HP
-equivalent, ``DDX:`` for the optional DDXPlus conditions). Edges are keyed by relation and carry provenance
+equivalent and for MeSH diseases without a DO equivalent (:mod:`.mesh_nodes`), ``DDX:`` for the optional DDXPlus
+conditions). Edges are keyed by relation and carry provenance
 (catalog source id + license). See ``RELATIONS`` for the edge directions.
 
 Each node keeps its names with provenance: ``synonyms``, ``synonym_scopes`` (EXACT, RELATED, NARROW, BROAD as the
 ontologies say; MAPPED, ABBREVIATION and NARROW for names from other vocabularies) and ``synonym_sources`` (the
 source id that contributed each synonym), three lists of equal length. Definitions from other vocabularies go to
 ``definitions`` (DO's own stays in ``definition``). The disease vocabularies (NCIt, MeSH, ICD-10-CM,
-Mondo's mappings, the curated abbreviations) add no nodes: :mod:`.vocab` merges them into the DO concepts.
+Mondo's mappings, the curated abbreviations) are merged into the DO concepts by :mod:`.vocab`; MeSH diseases DO
+lacks become concepts of their own (:mod:`.mesh_nodes`).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-8"
+BUILDER_VERSION = "kg-9"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, *vocab.VOCAB_SOURCES)

@@ -4,7 +4,9 @@ The names clinicians use -- everyday names, eponyms, older synonyms, abbreviatio
 other than DO: the NCI Thesaurus (names, exact synonyms, definitions), MeSH (descriptors and entry terms of
 the disease trees C and F03), the ICD-10-CM tabular list (code titles and inclusion terms), Mondo's labels and
 the Orphanet and ICD-11 labels it matches exactly, and a small curated table of clinical abbreviations.
-None of them adds a node: each term is mapped to the DO concept it names, and its names become synonyms there.
+Each term is mapped to the DO concept it names, and its names become synonyms there; the only nodes added are
+the MeSH disease descriptors no DO concept corresponds to (:mod:`.mesh_nodes`: herpes labialis, tinea, brain
+concussion ...), which get their names through the same guards.
 
 Mapping an identifier of another vocabulary (``MESH:D009203``, ``ICD10CM:M75.0``, ``NCI:C27996``) to DO
 (:class:`Bridge`) uses DO's own cross-references of the concept and Mondo's exact matches (identifier ->
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import parsers
+from . import mesh_nodes, parsers
 from .normalize import normalise, uninvert
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -496,9 +498,11 @@ def ingest_vocabularies(b: _Builder, located: dict[str, Path], files: dict[str, 
     if "kg-abbreviations" in located:
         b.step("curated clinical abbreviations")
         merge.add_abbreviations(parsers.read_abbreviations(located["kg-abbreviations"]), "kg-abbreviations")
+    ncit_terms: dict[str, parsers.Term] = {}
     if "ncit" in located:
         b.step("NCI Thesaurus: names, synonyms, definitions")
-        merge.add_ncit(parsers.read_obograph(located["ncit"]), "ncit")
+        ncit_terms = parsers.read_obograph(located["ncit"])
+        merge.add_ncit(ncit_terms, "ncit")
     if "mondo-doid" in mondo:
         merge.add_mondo_labels("mondo-doid")
         for sid in ("mondo-orphanet", "mondo-icd11"):
@@ -510,7 +514,10 @@ def ingest_vocabularies(b: _Builder, located: dict[str, Path], files: dict[str, 
         merge.add_mondo_ids("mondo-doid")
     if "mesh-thesaurus" in located and "mesh-trees" in located:
         b.step("MeSH disease descriptors and entry terms")
-        merge.add_mesh(parsers.read_mesh(located["mesh-thesaurus"], located["mesh-trees"]), "mesh-thesaurus")
+        descriptors = parsers.read_mesh(located["mesh-thesaurus"], located["mesh-trees"])
+        merge.add_mesh(descriptors, "mesh-thesaurus")
+        b.step("MeSH diseases DO lacks, as concepts of their own")
+        mesh_nodes.add_mesh_diseases(b, merge, descriptors, mondo, ncit_terms)
     elif "mesh-thesaurus" in located or "mesh-trees" in located:
         log.warning("MeSH needs both 'mesh-thesaurus' and 'mesh-trees' (the disease trees select the descriptors); "
                     "MeSH names left out")

@@ -1,0 +1,242 @@
+"""MeSH disease descriptors that the Disease Ontology lacks, as disease concepts of their own.
+
+The vocabulary merge (:mod:`.vocab`) only adds names to DO concepts. Some 2,000 MeSH disease descriptors map to no
+DO concept, and among them are diagnoses clinicians name every day: herpes labialis (cold sores), tinea, chlamydia
+infections, brain concussion, intervertebral disc displacement, colonic polyps, lichen sclerosus, burns, rib
+fractures. A diagnosis the graph does not hold can be neither proposed, nor linked when a language model names it,
+nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each such descriptor a node
+(``MESH:D006560``, category ``disease``) when it is a diagnosis and not a duplicate:
+
+- **not in DO under any name**: no Mondo/DO mapping (:class:`.vocab.Bridge`), and none of the names of its
+  preferred concept is the name or a synonym of a disease node already in the graph (DO, OMIM, Orphanet);
+- **a disease, not a finding**: some tree number outside C23 (*Pathological Conditions, Signs and Symptoms*: fever,
+  leukocytosis, headache) and C04.697 (*Neoplastic Processes*), none in C22 (*Animal Diseases*) or C04.619
+  (*Neoplasms, Experimental*); its heading does not group diseases ("... Abnormalities", "... Complications",
+  "... Diseases"); and its name is not the
+  name or a synonym of a Symptom Ontology symptom or an HPO phenotype (tachycardia, anaphylaxis, venous thrombosis,
+  cluster headache stay the findings the extractor reads them as, so extraction does not change), nor a symptom
+  node of its own (HSDN symptoms without a SYMP/HP equivalent are ``MESH:`` nodes already);
+- **a clinical entity, not a category**: at most :data:`MAX_DESCENDANTS` descriptors below it in the disease trees
+  ("Tinea" with its eight sites, not "Intestinal Diseases, Parasitic").
+
+Each node gets its descriptor's entry terms as synonyms (the synonyms of the preferred concept ``MAPPED``, the
+terms of its other concepts ``NARROW``, through the merge's guards, so a name another concept owns is not taken;
+names of findings are left out as above), an ``is_a`` edge to the nearest MeSH ancestor the graph holds (a DO
+concept through the mappings, or another new node), and, through Mondo's exact matches, its Mondo and UMLS
+identifiers and the NCI Thesaurus definition (the reference base cites it; the miner reads findings in it).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from . import parsers
+from .normalize import normalise, uninvert
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .build import _Builder
+    from .vocab import VocabularyMerge
+
+SOURCE = "mesh-thesaurus"
+TREE_SOURCE = "mesh-trees"
+PREFIX = "MESH"
+MAX_DESCENDANTS = 10
+# tree branches whose descriptors are no diagnoses of a person: signs, symptoms and pathological processes;
+# animal diseases; experimental (laboratory) neoplasms
+EXCLUDED_BRANCHES = ("C23", "C22", "C04.619", "C04.697")   # (C04.697: neoplastic processes, not tumours)
+ANIMAL_BRANCHES = ("C22", "C04.619")   # ... excluded even when the descriptor sits in another branch too
+FINDING_CATEGORIES = ("symptom", "phenotype")
+
+
+def node_id(ui: str) -> str:
+    return f"{PREFIX}:{ui}"
+
+
+def is_mesh_disease(nid: str, category: str | None) -> bool:
+    """A disease node added from MeSH (not one of DO's). Whether a DO concept is a clinical entity or a category
+    is judged on the subtree DO files under it: MeSH's own subtypes hung below it do not make it a category."""
+    return category == "disease" and nid.startswith(PREFIX + ":")
+
+
+def _excluded(tree_number: str, branches: Iterable[str] = EXCLUDED_BRANCHES) -> bool:
+    return any(tree_number == b or tree_number.startswith(b + ".") for b in branches)
+
+
+# a heading that groups diseases ("Respiratory System Abnormalities", "Agricultural Workers' Diseases",
+# "Cardiovascular Pregnancy Complications", "Zoonoses"); MeSH's plural diagnoses ("Chlamydia Infections", "Rib
+# Fractures", "Burns") are not groupings
+_GROUPING = re.compile(r"\b(?:diseases|disorders|abnormalities|complications|syndromes|conditions|zoonoses)$", re.I)
+
+
+def display_name(name: str) -> str:
+    """A MeSH heading in natural order: ``"Diverticulosis, Colonic"`` -> ``"Colonic Diverticulosis"``; headings
+    with more than one comma stay as they are."""
+    return uninvert(name) or name
+
+
+def _name_index(b: _Builder, categories: Iterable[str], exact_only: bool) -> set[str]:
+    cats = set(categories)
+    out: set[str] = set()
+    for a in b.nodes.values():
+        if a["category"] not in cats:
+            continue
+        out.add(normalise(a["name"]))
+        for s, sc in zip(a["synonyms"], a["synonym_scopes"]):
+            if not exact_only or sc in ("EXACT", "MAPPED", "ABBREVIATION"):
+                out.add(normalise(s))
+    out.discard("")
+    return out
+
+
+def _descendant_counts(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, int]:
+    """Descriptors below each descriptor in the disease trees (by tree number, counted once)."""
+    owner: dict[str, str] = {}
+    for d in descriptors.values():
+        for t in d.tree_numbers:
+            owner[t] = d.id
+    below: dict[str, set[str]] = defaultdict(set)
+    for t, ui in owner.items():
+        parts = t.split(".")
+        for i in range(1, len(parts)):
+            anc = owner.get(".".join(parts[:i]))
+            if anc and anc != ui:
+                below[anc].add(ui)
+    return {ui: len(below.get(ui, ())) for ui in descriptors}
+
+
+def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
+                      mondo: dict[str, list[parsers.Mapping]] | None = None,
+                      ncit_terms: dict[str, parsers.Term] | None = None) -> list[str]:
+    """Add the MeSH disease descriptors DO lacks as disease nodes (see the module docstring); their names go
+    through ``merge`` (applied later with the other vocabularies' names). ``mondo``: the Mondo SSSOM tables read
+    (``mondo-mesh``, ``mondo-ncit``, ``mondo-umls`` are used when present); ``ncit_terms``: the NCI Thesaurus
+    classes, for definitions. Returns the new node ids."""
+    rep = b.report
+    mondo = mondo or {}
+    findings = _name_index(b, FINDING_CATEGORIES, exact_only=True)
+    diseases = _name_index(b, ("disease",), exact_only=True)
+    below = _descendant_counts(descriptors)
+    chosen: dict[str, parsers.MeshDescriptor] = {}
+    for d in descriptors.values():
+        doid, how = merge.bridge.resolve("MESH", d.id, [d.name, uninvert(d.name) or ""])
+        if doid is not None or how == "ambiguous":
+            continue
+        if (not d.tree_numbers or all(_excluded(t) for t in d.tree_numbers)
+                or any(_excluded(t, ANIMAL_BRANCHES) for t in d.tree_numbers)):
+            rep["mesh_nodes_skipped_not_a_diagnosis"] += 1
+            continue
+        if below.get(d.id, 0) > MAX_DESCENDANTS or _GROUPING.search(display_name(d.name)):
+            rep["mesh_nodes_skipped_category"] += 1
+            continue
+        own = {normalise(n) for t in d.terms if t.preferred_concept and not t.permuted
+               for n in (t.text, uninvert(t.text) or "")} - {""}
+        if own & findings or node_id(d.id) in b.nodes:     # (an HSDN symptom without SYMP/HP equivalent has it)
+            rep["mesh_nodes_skipped_finding"] += 1
+            continue
+        if own & diseases:
+            rep["mesh_nodes_skipped_named_disease"] += 1
+            continue
+        chosen[d.id] = d
+    # the names the new nodes may carry: not a finding's, not another disease's (the merge checks DO's own)
+    from .vocab import mesh_names  # noqa: PLC0415 - vocab imports this module at its top
+
+    new_ids: list[str] = []
+    for ui, d in chosen.items():
+        nid = node_id(ui)
+        a = b.node(nid, "disease", SOURCE, name=display_name(d.name))
+        b.add_xref(a, PREFIX, ui)
+        names = [(n, sc) for t in d.terms for n, sc in mesh_names(t)
+                 if normalise(n) not in findings and normalise(n) not in diseases]
+        merge.propose(nid, names, SOURCE)
+        new_ids.append(nid)
+    rep["mesh_nodes_added"] = len(new_ids)
+    _link_parents(b, merge, descriptors, chosen)
+    _mondo_facts(b, merge, chosen, mondo, ncit_terms or {})
+    return new_ids
+
+
+def _link_parents(b: _Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
+                  chosen: dict[str, parsers.MeshDescriptor]) -> None:
+    """``is_a`` from each new node to the nearest ancestor of each of its tree numbers that the graph holds."""
+    owner: dict[str, str] = {t: d.id for d in descriptors.values() for t in d.tree_numbers}
+    held: dict[str, str | None] = {}
+
+    def graph_node(ui: str) -> str | None:
+        if ui not in held:
+            if ui in chosen:
+                held[ui] = node_id(ui)
+            else:
+                held[ui] = _same_concept(b, merge, descriptors[ui])
+        return held[ui]
+
+    for ui, d in chosen.items():
+        parents: set[str] = set()
+        for t in d.tree_numbers:
+            if _excluded(t):
+                continue
+            parts = t.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                anc = owner.get(".".join(parts[:i]))
+                target = graph_node(anc) if anc else None
+                if target and target != node_id(ui):
+                    parents.add(target)
+                    break
+        for p in sorted(parents):
+            b.edge(node_id(ui), "is_a", p, TREE_SOURCE)
+        b.report["mesh_nodes_with_parent"] += bool(parents)
+
+
+def _same_concept(b: _Builder, merge: VocabularyMerge, d: parsers.MeshDescriptor) -> str | None:
+    """The DO concept a MeSH descriptor is, for a parent edge: Mondo's exact match when it names one, else a DO
+    cross-reference only when the concept also bears one of the descriptor's names (DO files some looser
+    references as xrefs: "Bunyaviridae Infections" on Oropouche fever)."""
+    direct, via_mondo = merge.bridge.targets("MESH", d.id)
+    via_mondo.discard("DOID:4")
+    if len(via_mondo) == 1:
+        return next(iter(via_mondo))
+    names = {_loose(t.text) for t in d.terms if t.preferred_concept} | {_loose(display_name(d.name))}
+    named = [x for x in sorted(direct) if names & _own_names(b.nodes[x])]
+    return named[0] if len(named) == 1 else None
+
+
+def _loose(name: str) -> str:
+    """A name key blind to MeSH's plurals ("Lip Diseases" ~ "lip disease")."""
+    return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+                    for w in normalise(name).split())
+
+
+def _own_names(a: dict) -> set[str]:
+    return {_loose(a["name"]), *(_loose(s) for s in a["synonyms"])}
+
+
+def _mondo_facts(b: _Builder, merge: VocabularyMerge, chosen: dict[str, parsers.MeshDescriptor],
+                 mondo: dict[str, list[parsers.Mapping]], ncit_terms: dict[str, parsers.Term]) -> None:
+    """Mondo and UMLS identifiers and the NCIt definition of the new nodes, through Mondo's exact matches
+    (a Mondo disease matched by exactly one new node)."""
+    mondo_of_mesh: dict[str, set[str]] = defaultdict(set)
+    for m in mondo.get("mondo-mesh", ()):
+        if m.subject_id.startswith("MONDO:") and m.object_id.upper().startswith("MESH:"):
+            mondo_of_mesh[m.object_id.split(":", 1)[1].upper()].add(m.subject_id)
+    if not mondo_of_mesh:
+        return
+    targets: dict[str, set[str]] = defaultdict(set)      # Mondo id -> new nodes
+    for ui in chosen:
+        for mid in mondo_of_mesh.get(ui.upper(), ()):
+            targets[mid].add(node_id(ui))
+    single = {mid: next(iter(ns)) for mid, ns in targets.items() if len(ns) == 1}
+    for mid, nid in single.items():
+        merge.xrefs.append((nid, "MONDO", mid.split(":", 1)[1], "mondo-mesh"))
+    for sid, prefix in (("mondo-umls", "UMLS_CUI"), ("mondo-ncit", "NCI")):
+        for m in mondo.get(sid, ()):
+            nid = single.get(m.subject_id)
+            if nid is None or ":" not in m.object_id:
+                continue
+            local = m.object_id.split(":", 1)[1]
+            merge.xrefs.append((nid, prefix, local, sid))
+            if prefix == "NCI":
+                t = ncit_terms.get(f"NCIT:{local}")
+                if t is not None and t.definition and not t.obsolete:
+                    merge.definitions[nid].append({"text": t.definition, "source": "ncit", "id": t.id})
+                    b.report["mesh_nodes_ncit_definitions"] += 1

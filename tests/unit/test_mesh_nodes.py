@@ -1,0 +1,103 @@
+"""MeSH diseases the Disease Ontology lacks become concepts of their own (knowledge.kg.mesh_nodes), on a small
+hand-made builder: which descriptors get a node, their names, parents and Mondo facts. No data mirror."""
+from __future__ import annotations
+
+import pytest
+
+from knowledge.kg import build, mesh_nodes, vocab
+from knowledge.kg.parsers import Mapping, MeshDescriptor, MeshTerm, Term
+
+HERPES, LIP, PNEUMONIA = "DOID:8566", "DOID:9297", "DOID:552"
+
+
+def exact(subject: str, obj: str) -> Mapping:
+    return Mapping(subject, "", "skos:exactMatch", obj, "", "semapv:ManualMappingCuration")
+
+
+def desc(ui: str, name: str, trees: list[str], terms: list[tuple[str, bool]] = ()) -> MeshDescriptor:
+    """A descriptor; ``terms``: (text, of the preferred concept) besides its own name."""
+    return MeshDescriptor(ui, name, trees, [MeshTerm(name, "NON", False, True),
+                                            *(MeshTerm(t, "NON", False, pref) for t, pref in terms)])
+
+
+@pytest.fixture
+def b() -> build._Builder:
+    """Three DO diseases (two mapped to MeSH), a Symptom Ontology symptom and an HPO phenotype."""
+    b = build._Builder()
+    b.step = lambda msg: None
+    for doid, name, mesh in [(HERPES, "herpes simplex", "D006561"), (LIP, "lip disease", "D008047"),
+                             (PNEUMONIA, "pneumonia", None)]:
+        a = b.node(doid, "disease", "do-humando", name=name)
+        if mesh:
+            b.add_xref(a, "MESH", mesh)
+    b.node("SYMP:0000634", "symptom", "do-symp", name="leukocytosis")
+    b.node("HP:0004936", "phenotype", "hpo", name="Venous thrombosis")
+    b.node("MESH:D014008", "symptom", "hsdn", name="Tinea Pedis")
+    return b
+
+
+DESCRIPTORS = {d.id: d for d in [
+    desc("D006561", "Herpes Simplex", ["C01.925.256.466.382"]),
+    desc("D008047", "Lip Diseases", ["C07.465.409"]),
+    desc("D006560", "Herpes Labialis", ["C01.925.256.466.382.316", "C07.465.409.466"],
+         [("Cold Sore", True), ("Fever Blister", True), ("Herpes Simplex", False), ("Labial Herpes", False)]),
+    desc("D007964", "Leukocytosis", ["C15.378.553.475", "C23.550.526"]),        # a finding by name
+    desc("D005334", "Fever", ["C23.888.119.344"]),                               # C23 only
+    desc("D020246", "Venous Thrombosis", ["C14.907.355.830.925"]),              # an HPO phenotype's name
+    desc("D014008", "Tinea Pedis", ["C01.150.703.302.720.760"]),                # an HSDN symptom node already
+    desc("D004216", "Distemper", ["C01.925.782.580.600.500.250", "C22.795.250"]),   # an animal disease
+    desc("D000100", "Respiratory System Abnormalities", ["C08.695"]),          # a grouping heading
+    desc("D011014", "Pneumonia", ["C08.381.677"]),                              # named like a DO disease
+    desc("D001924", "Brain Concussion", ["C10.228.140.199.444.250"]),          # no ancestor in the graph
+]}
+
+
+def run(b: build._Builder, mondo=None, ncit=None) -> list[str]:
+    merge = vocab.VocabularyMerge(b)
+    new = mesh_nodes.add_mesh_diseases(b, merge, DESCRIPTORS, mondo, ncit)
+    merge.apply()
+    return new
+
+
+def test_only_diagnoses_missing_from_the_graph_get_a_node(b):
+    new = run(b)
+    assert sorted(new) == ["MESH:D001924", "MESH:D006560"]
+    assert b.nodes["MESH:D006560"]["category"] == "disease"
+    assert b.nodes["MESH:D014008"]["category"] == "symptom"           # the HSDN symptom is left as it is
+    rep = b.report
+    assert rep["mesh_nodes_skipped_finding"] == 3                      # leukocytosis, venous thrombosis, tinea pedis
+    assert rep["mesh_nodes_skipped_not_a_diagnosis"] == 2              # fever (C23), distemper (C22)
+    assert rep["mesh_nodes_skipped_category"] == 1
+    assert rep["mesh_nodes_skipped_named_disease"] == 1                # pneumonia: DO has it by name
+
+
+def test_names_parents_and_natural_order(b):
+    run(b)
+    a = b.nodes["MESH:D006560"]
+    assert a["name"] == "Herpes Labialis"
+    scopes = dict(zip(a["synonyms"], a["synonym_scopes"]))
+    assert scopes["Cold Sore"] == vocab.MAPPED and scopes["Labial Herpes"] == vocab.NARROW
+    assert "Herpes Simplex" not in scopes                              # another concept's name is not taken
+    parents = sorted(v for (u, rel, v) in b.edges if u == "MESH:D006560" and rel == "is_a")
+    assert parents == [HERPES, LIP]                                    # the nearest mapped ancestor of each tree
+    assert b.edges[("MESH:D006560", "is_a", HERPES)]["source"] == mesh_nodes.TREE_SOURCE
+    assert not [1 for (u, rel, _v) in b.edges if u == "MESH:D001924" and rel == "is_a"]
+    assert mesh_nodes.display_name("Diverticulosis, Colonic") == "Colonic Diverticulosis"
+
+
+def test_mondo_gives_identifiers_and_the_ncit_definition(b):
+    mondo = {"mondo-mesh": [exact("MONDO:0043653", "MESH:D006560")],
+             "mondo-umls": [exact("MONDO:0043653", "UMLS:C0019345")],
+             "mondo-ncit": [exact("MONDO:0043653", "NCIT:C34695")]}
+    ncit = {"NCIT:C34695": Term("NCIT:C34695", "Herpes Labialis", definition="A lesion caused by herpes simplex "
+                                                                              "virus, involving the lips.")}
+    run(b, mondo, ncit)
+    a = b.nodes["MESH:D006560"]
+    assert a["xrefs"]["MONDO"] == ["0043653"] and a["xrefs"]["UMLS_CUI"] == ["C0019345"]
+    assert a["definitions"][0]["source"] == "ncit" and "lips" in a["definitions"][0]["text"]
+
+
+def test_mesh_diseases_do_not_make_a_do_concept_a_category():
+    assert mesh_nodes.is_mesh_disease("MESH:D006560", "disease")
+    assert not mesh_nodes.is_mesh_disease("MESH:D014008", "symptom")
+    assert not mesh_nodes.is_mesh_disease("DOID:8566", "disease")
