@@ -68,6 +68,7 @@ class RetrievalParams:
                    model_weight=getattr(cfg, "model_weight", 1.5),
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
+                   prior_pool=getattr(cfg, "prior_pool", 20),
                    use_mined_edges=getattr(cfg, "use_mined_edges", True),
                    mined_strength=getattr(cfg, "mined_strength", None),
                    use_cardinal=getattr(cfg, "use_cardinal", True),

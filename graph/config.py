@@ -19,6 +19,7 @@ class PipelineConfig(BaseModel):
     page_weight: float = Field(1.0, ge=0.0, le=10.0)   # its weight in the rank fusion (KG ranking = 1)
     use_prior: bool = True            # re-rank the differential with the fitted commonness prior (agents/prior.py)
     prior_weight: float = Field(1.0, ge=0.0, le=10.0)  # weight of its commonness part (1 = as fitted)
+    prior_pool: int = Field(20, ge=2, le=200)          # fused candidates the prior re-ranks (fit with the same pool)
     use_mined_edges: bool = True      # rank with the disease -> finding edges mined from MedQuAD (agents/miner.py)
     mined_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
     use_cardinal: bool = True         # rank with the curated cardinal findings of common diseases (knowledge/kg/cardinal)

@@ -688,11 +688,13 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
         ingest_hsdn(b, located["hsdn"])
     if "pharmacotherapydb" in located:
         ingest_pharmacotherapydb(b, located["pharmacotherapydb"])
-    if cardinal.SOURCE in located:
-        ingest_cardinal_findings(b, located[cardinal.SOURCE])
     if any(sid in located for sid in vocab.VOCAB_SOURCES):
-        # last but DDXPlus: the names only add to DO concepts, and no earlier step sees them
+        # after the finding sources: the names add to DO concepts (no earlier step sees them) and the MeSH diseases
+        # DO lacks become nodes, which must not take a finding's name
         vocab.ingest_vocabularies(b, located, {sid: _files_of(sid, p) for sid, p in located.items()})
+    if cardinal.SOURCE in located:
+        # after the vocabularies: an entry may name a disease added from MeSH
+        ingest_cardinal_findings(b, located[cardinal.SOURCE])
     if "ddxplus-conditions" in located:
         ingest_ddxplus(b, located["ddxplus-conditions"], located.get("ddxplus-evidences"))
 

@@ -11,7 +11,7 @@ from knowledge import sources
 from knowledge.kg import (CATEGORIES, RELATIONS, BuildError, KnowledgeGraph, Triple, artefact_path,
                           load_or_build, normalise)
 from knowledge.kg import build as kg_build
-from knowledge.kg import parsers, vocab
+from knowledge.kg import mesh_nodes, parsers, vocab
 
 ASTHMA = "DOID:2841"
 MI = "DOID:5844"
@@ -88,8 +88,11 @@ def test_hsdn_edges_have_tfidf_weight(kg):
             or "hsdn" in t.extra.get("also_sources", ())]
     assert len(hsdn) > 20
     assert all(isinstance(t.weight, float) and t.weight > 0 for t in hsdn)
-    mesh_nodes = [n for n in kg.graph if n.startswith("MESH:")]
-    assert mesh_nodes and all(kg.graph.nodes[n]["category"] == "symptom" for n in mesh_nodes)
+    # MeSH ids name HSDN symptoms without a SYMP/HP equivalent, and the diseases added from MeSH (mesh_nodes)
+    mesh = [n for n in kg.graph if n.startswith("MESH:")]
+    symptoms = [n for n in mesh if kg.graph.nodes[n]["category"] == "symptom"]
+    assert symptoms and all(kg.graph.nodes[n]["sources"][0] == "hsdn" for n in symptoms)
+    assert all(kg.graph.nodes[n]["category"] in ("symptom", "disease") for n in mesh)
 
 
 def test_hpo_disease_merged_into_do(kg):
@@ -163,8 +166,16 @@ def test_synonym_scopes_kept(kg):
 
 
 def test_vocabularies_merged_into_do(kg):
-    """NCIt, MeSH, ICD-10-CM, Mondo and the curated abbreviations add names to DO concepts, not nodes."""
-    assert not any(a["sources"][0] in vocab.VOCAB_SOURCES for _, a in kg.graph.nodes(data=True))
+    """NCIt, MeSH, ICD-10-CM, Mondo and the curated abbreviations add names to DO concepts; the only nodes they add
+    are the MeSH diseases DO lacks (knowledge.kg.mesh_nodes)."""
+    added = [n for n, a in kg.graph.nodes(data=True) if a["sources"][0] in vocab.VOCAB_SOURCES]
+    assert added and all(mesh_nodes.is_mesh_disease(n, kg.graph.nodes[n]["category"])
+                         and kg.graph.nodes[n]["sources"][0] == mesh_nodes.SOURCE for n in added)
+    assert len(added) == kg.report.get("mesh_nodes_added", len(added))
+    herpes = kg.lookup("cold sore", categories=["disease"])[0]
+    assert herpes.id == "MESH:D006560" and herpes.name == "Herpes Labialis"
+    assert "DOID:8566" in kg.parents("MESH:D006560")        # is_a herpes simplex (nearest mapped MeSH ancestor)
+    assert not kg.lookup("leukocytosis", categories=["disease"])    # a finding stays a finding
     for text, doid in [("MI", MI), ("Cardiovascular Stroke", MI), ("MONDO:0005068", MI), ("COPD", "DOID:3083"),
                        ("Kidney Stone", "DOID:585"), ("sixth disease", "DOID:0050495"), ("T2DM", "DOID:9352")]:
         assert _ids(kg.lookup(text, categories=["disease"]))[0] == doid, text
