@@ -40,6 +40,7 @@ class RetrievalParams:
     use_pages: bool = True
     page_weight: float = 1.0           # the disease-page ranking's weight in the rank fusion (KG ranking = 1)
     model_weight: float = 1.5          # the language model's proposal ranking's weight (when it proposed; dev-chosen)
+    alternative_weight: float = 1.0    # ... for the diagnoses of its widening call (ProposedDiagnosis.alternative)
     contradiction_penalty: float = 0.35  # a model-proposed candidate loses this share per absent expected finding
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
@@ -66,6 +67,7 @@ class RetrievalParams:
                    max_evidence=cfg.max_evidence, differential_k=cfg.differential_k, use_entities=cfg.use_mee,
                    use_pages=getattr(cfg, "use_pages", True), page_weight=getattr(cfg, "page_weight", 1.0),
                    model_weight=getattr(cfg, "model_weight", 1.5),
+                   alternative_weight=getattr(cfg, "alternative_weight", 1.0),
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
                    prior_pool=getattr(cfg, "prior_pool", 20),
@@ -558,13 +560,14 @@ class HKI:
         k = cfg.fusion_k
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
-        model_rank: dict[str, int] = {}
+        model_rank: dict[str, int] = {}      # the model's own answer
+        alt_rank: dict[str, int] = {}        # its widening call's alternatives (weighed apart, never "its first")
         model_of: dict[str, ProposedDiagnosis] = {}
         for x in proposals:
             did = x.concept_id or f"model:{x.name.lower()}"
-            if did not in model_rank:
-                model_rank[did], model_of[did] = x.rank, x
-        if not votes and not page_rank and not model_rank and not site_rank and not sign_rank:
+            if did not in model_of:
+                (alt_rank if x.alternative else model_rank)[did], model_of[did] = x.rank, x
+        if not votes and not page_rank and not model_of and not site_rank and not sign_rank:
             return [c.model_copy(update={"origins": ["kg"], "ranks": {"kg": i + 1}, "knowledge_score": c.score})
                     for i, c in enumerate(candidates)]
 
@@ -579,13 +582,15 @@ class HKI:
                      "its reference page ranks {r} for the whole presentation"),
                     ("site", site_rank.get(did), p.site_weight, site_why.get(did, "")),
                     ("sign", sign_rank.get(did), p.sign_weight, sign_why.get(did, "")),
-                    ("model", model_rank.get(did), p.model_weight, "the language model proposed it at rank {r}")):
+                    ("model", model_rank.get(did), p.model_weight, "the language model proposed it at rank {r}"),
+                    ("alt", alt_rank.get(did), p.alternative_weight,
+                     "the language model named it as an alternative at rank {r}")):
                 if not rank:
                     continue
                 ranks[key] = rank
-                origins.append(key)
+                origins.append("model" if key == "alt" else key)   # who put it forward: the model, either call
                 score += w / (k + rank)
-                if key != "model":
+                if key not in ("model", "alt"):
                     knowledge[did] = score
                 if text:
                     why.append(text if key in ("site", "sign") else text.format(r=rank))
@@ -611,7 +616,7 @@ class HKI:
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks, c.supporting)}))
-        for did in dict.fromkeys([*model_rank, *text_rank, *page_rank, *site_rank, *sign_rank]):
+        for did in dict.fromkeys([*model_of, *text_rank, *page_rank, *site_rank, *sign_rank]):
             if did in kg_rank:
                 continue
             score, why, origins, ranks = parts(did)

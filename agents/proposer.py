@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from .textutil import fence
 from .types import Extraction, ProposedDiagnosis
@@ -40,6 +40,12 @@ class ProposalReply(BaseModel):
     """The JSON the model answers with."""
 
     diagnoses: list[_Proposed] = Field(default_factory=list)
+
+
+def alternatives_schema(n: int) -> type[BaseModel]:
+    """The widening call's reply: 2..``n`` diagnoses (schema-constrained decoding makes a small model give them)."""
+    return create_model(f"AlternativesReply{n}", __base__=ProposalReply,
+                        diagnoses=(list[_Proposed], Field(min_length=min(2, n), max_length=n)))
 
 
 def name_variants(name: str) -> list[str]:
@@ -156,6 +162,30 @@ class Proposer:
                                          for d in res.value.differential])
         return self.link(reply), [], info
 
+    def alternatives(self, presentation: str, first: list[ProposedDiagnosis], n: int = 4
+                     ) -> tuple[list[ProposedDiagnosis], list[str], dict[str, Any]]:
+        """The widening call: ``n`` more diagnoses the model would still consider, beside its ``first`` answer
+        (asked separately so the first answer stays what the model alone says). Linked like the proposal; a name
+        the first answer already holds is dropped; ranks continue after the first answer's."""
+        from .prompts import load_prompt  # noqa: PLC0415
+
+        if not self.enabled or n <= 0:
+            return [], [], {}
+        listed = "; ".join(x.name for x in first) or "nothing usable"
+        msgs = [{"role": "system", "content": load_prompt("alternatives_system", count=f"2 to {n}")},
+                {"role": "user", "content": load_prompt("alternatives_user", presentation=fence(presentation),
+                                                        first=listed)}]
+        res = self.llm.structured(msgs, alternatives_schema(n), tag="alternatives", max_tokens=self.max_tokens)
+        info = {"messages": msgs, "raw": getattr(res, "raw", None), "prompt": "alternatives"}
+        if res.value is None:
+            return [], [f"alternatives: the language model gave no usable list ({res.error}); the differential "
+                        "keeps the model's first answer only"], info
+        taken = {x.concept_id or x.name.lower() for x in first}
+        out: list[ProposedDiagnosis] = []
+        for x in self.link(ProposalReply(diagnoses=res.value.diagnoses), limit=n, skip=taken):
+            out.append(x.model_copy(update={"rank": len(first) + len(out) + 1, "alternative": True}))
+        return out, [], info
+
     def _is_finding(self, name: str) -> bool:
         """True when ``name`` is a symptom or phenotype in the KG (and not a disease)."""
         if self.kg is None:
@@ -163,11 +193,14 @@ class Proposer:
         hits = self.kg.lookup(name, categories=["symptom", "phenotype"])
         return bool(hits)
 
-    def link(self, reply: ProposalReply) -> list[ProposedDiagnosis]:
+    def link(self, reply: ProposalReply, limit: int | None = None, skip: set[str] | None = None
+             ) -> list[ProposedDiagnosis]:
+        """The reply's diagnoses linked to KG diseases, at most ``limit`` (default ``k``), a symptom named as a
+        diagnosis and a second name of one disease left out, as are the keys in ``skip``."""
         out: list[ProposedDiagnosis] = []
-        seen: set[str] = set()
+        seen: set[str] = set(skip or ())
         for d in reply.diagnoses:
-            if not d.name or len(out) >= self.k:
+            if not d.name or len(out) >= (self.k if limit is None else limit):
                 continue
             cid, cname = link_name(self.kg, d.name)
             if cid is None and self._is_finding(d.name):   # a symptom named as a diagnosis: not a candidate

@@ -154,6 +154,7 @@ class ProposedDiagnosis(BaseModel):
     reason: str = ""
     concept_id: str | None = None        # KG disease id (None: the KG does not know the name)
     concept_name: str | None = None
+    alternative: bool = False            # named in the second, widening call (not the model's own first answer)
 
 
 class Disagreement(BaseModel):

@@ -49,8 +49,8 @@ class PipelineConfig(BaseModel):
     # the LLM path: which agents may call the model (the rest take their deterministic path; "verify" adds the LLM
     # judge to the deterministic verifier, "mee" and "knl" an LLM pass each), and how the model's
     # own differential (the "propose" call) is fused with the knowledge-based rankings
-    llm_agents: list[Literal["propose", "mee", "hyde", "knl", "generate", "verify"]] = Field(
-        default_factory=lambda: ["propose"])
+    llm_agents: list[Literal["propose", "alternatives", "mee", "hyde", "knl", "generate", "verify"]] = Field(
+        default_factory=lambda: ["propose", "alternatives"])
     # the proposal's prompt: "differential" (presentation + extracted findings, names and short reasons) or "direct"
     # (the model-alone baseline's own request and answer, reused as the proposal). Defaults chosen on the dev halves
     # with Qwen2.5-Coder-1.5B (docs/results.md, "The LLM path"): the direct prompt as the one proposal call, the
@@ -61,6 +61,11 @@ class PipelineConfig(BaseModel):
     # differential_k; 1: "at most differential_k", which a small model answers with one)
     direct_min_diagnoses: int = Field(1, ge=1, le=20)
     model_weight: float = Field(1.5, ge=0.0, le=20.0)       # the proposal ranking's weight (KG ranking = 1)
+    # "alternatives" in llm_agents: a second call asks the model for diagnoses beside its first answer (2 to
+    # alternatives_k); they join the rank fusion with this weight, at their rank after the first answer's (on by
+    # default and weight 1 chosen on the dev halves with Qwen2.5-Coder-1.5B among 0.25, 0.5, 1, 1.5 and off)
+    alternatives_k: int = Field(4, ge=1, le=10)
+    alternative_weight: float = Field(1.0, ge=0.0, le=20.0)
     generator_weight: float = Field(1.0, ge=0.0, le=20.0)   # the generator's own ordering, fused after it answers
     contradiction_penalty: float = Field(0.35, ge=0.0, le=1.0)  # score factor lost per finding a candidate
     #                                                           expects and the patient does not have

@@ -134,13 +134,21 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
         return step.done({"proposals": []}, {"skipped": "no LLM" if step.llm is None else "not enabled"})
     from agents.proposer import Proposer  # noqa: PLC0415
 
-    items, warns, info = Proposer(llm, step.resources.kg, k=step.cfg.differential_k,
-                                     prompt=step.cfg.propose_prompt,
-                                     direct_min=step.cfg.direct_min_diagnoses).propose(
-        state["presentation"], state.get("extraction"))
+    proposer = Proposer(llm, step.resources.kg, k=step.cfg.differential_k, prompt=step.cfg.propose_prompt,
+                        direct_min=step.cfg.direct_min_diagnoses)
+    items, warns, info = proposer.propose(state["presentation"], state.get("extraction"))
     step.prompt(info)
+    summary: dict = {}
+    wider = step.llm_for("alternatives")
+    if wider is not None and not warns:   # a second call widens the model's differential beside its first answer
+        more, more_warns, more_info = Proposer(wider, step.resources.kg, k=step.cfg.alternatives_k).alternatives(
+            state["presentation"], items, n=step.cfg.alternatives_k)
+        step.prompt(more_info)
+        items, warns = items + more, warns + more_warns
+        summary["alternatives"] = [x.name for x in more]
     return step.done({"proposals": items, "warnings": warns},
-                     {"proposed": [x.name for x in items], "linked": sum(x.concept_id is not None for x in items)})
+                     {"proposed": [x.name for x in items if not x.alternative],
+                      "linked": sum(x.concept_id is not None for x in items), **summary})
 
 
 def hki(state: State, runtime: Runtime[Context]) -> dict:

@@ -49,15 +49,15 @@ def test_pipeline_with_llama_server(knowledge, llama_server, tmp_path):
 @pytest.mark.llm
 def test_llm_path_proposes_tests_and_names_every_origin(knowledge, llama_server, tmp_path):
     """The LLM path on a real llama.cpp server: the model is asked once for its own differential (linked to the
-    KG where its names resolve), the case stays within 4 logical calls, and every diagnosis says where it came
-    from. (SmolLM2-135M answers poorly; the mechanism is what is checked.)"""
+    KG where its names resolve; then, by default, once for alternatives beside it), the case stays within 4 logical
+    calls, and every diagnosis says where it came from. (SmolLM2-135M answers poorly; the mechanism is checked.)"""
     rag = _rag(knowledge, tmp_path, base_url=llama_server.base_url, model=llama_server.model, timeout=120,
                max_tokens=200, max_retries=0)
     r = rag.ask(CASE, PipelineConfig(max_input_tokens=1024))
     llm = r["llm"]
     assert 1 <= llm["calls"] <= 4, llm
     assert llm["by_tag"].get("propose", {}).get("calls") == 1, llm["by_tag"]      # asked once
-    assert set(llm["by_tag"]) <= {"propose", "generate"}, llm["by_tag"]           # MEE/KNL/verify stay offline
+    assert set(llm["by_tag"]) <= {"propose", "alternatives", "generate"}, llm["by_tag"]   # MEE/KNL/verify offline
     nodes = [e["node"] for e in r["trace"]]
     assert nodes.index("propose") < nodes.index("hki")
     for x in r["proposals"]:      # whatever the tiny model named: linked to a KG disease or marked as unknown
@@ -74,6 +74,27 @@ def test_llm_path_proposes_tests_and_names_every_origin(knowledge, llama_server,
     assert all("model" in cands[c]["origins"] for c in linked if c in cands)      # the model's diseases joined
     ids = {e["id"] for e in r["evidence"]}
     assert all(set(d["citations"]) <= ids for d in r["differential"])
+
+
+@pytest.mark.llm
+def test_the_widening_call_adds_alternatives_within_the_budget(knowledge, llama_server, tmp_path):
+    """``llm_agents=propose+alternatives`` on the real server: two logical calls before retrieval (the model's own
+    answer, then the alternatives beside it), the alternatives flagged, ranked after the first answer and fused as
+    the model's candidates, still within 4 calls."""
+    rag = _rag(knowledge, tmp_path, base_url=llama_server.base_url, model=llama_server.model, timeout=120,
+               max_tokens=200, max_retries=0)
+    r = rag.ask(CASE, PipelineConfig(max_input_tokens=1024, llm_agents=["propose", "alternatives"]))
+    llm = r["llm"]
+    assert 1 <= llm["calls"] <= 4 and llm["by_tag"].get("propose", {}).get("calls") == 1, llm
+    by_node = {e["node"]: e for e in r["trace"]}
+    if not any(w.startswith("propose:") for w in r["warnings"]):   # the first answer parsed: the widening call ran
+        assert llm["by_tag"].get("alternatives", {}).get("calls") == 1, llm["by_tag"]
+        assert "alternatives" in by_node["propose"]["summary"]
+    first = [x for x in r["proposals"] if not x["alternative"]]
+    more = [x for x in r["proposals"] if x["alternative"]]
+    assert all(a["rank"] > len(first) for a in more)
+    cands = {c["concept_id"]: c for c in r["candidates"]}
+    assert all("model" in cands[x["concept_id"]]["origins"] for x in more if x["concept_id"] in cands)
 
 
 @pytest.mark.llm

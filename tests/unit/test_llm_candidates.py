@@ -15,11 +15,11 @@ from agents.generator import Generator, LLMRanking, _LLMDraft
 from agents.llm import LLMBudget, LLMClient, LLMConfig
 from agents.llm.budget import logical_calls
 from agents.llm.structured import parse_reply
-from agents.proposer import ProposalReply, name_variants
+from agents.proposer import ProposalReply, alternatives_schema, name_variants
 from agents.types import Candidate, ClaimCheck, DifferentialItem, Draft, Evidence, Sentence, Verification
 
 RECORDED = yaml.safe_load((Path(__file__).resolve().parents[1] / "cases" / "llm_outputs.yaml").read_text())
-SCHEMAS = {"propose": ProposalReply, "generate": LLMRanking, "direct": _LLMDraft}
+SCHEMAS = {"propose": ProposalReply, "generate": LLMRanking, "direct": _LLMDraft, "alternatives": alternatives_schema(4)}
 
 
 def count_tokens(text: str) -> int:
@@ -215,3 +215,32 @@ def test_direct_request_asks_for_a_minimum_only_when_set():
     assert DirectReply.model_validate(one)
     with pytest.raises(pydantic.ValidationError):
         schema.model_validate(one)
+
+
+# ---- the widening call (llm_agents "alternatives") ------------------------------------------------------------
+
+def test_alternatives_continue_the_ranks_drop_repeats_and_are_flagged(faulty_server):
+    from agents.proposer import Proposer  # noqa: PLC0415
+    from agents.types import ProposedDiagnosis  # noqa: PLC0415
+
+    reply = {"diagnoses": [{"name": "influenza", "reason": "repeat of the first answer"},
+                           {"name": "Pneumonia", "reason": "fever and cough"},
+                           {"name": "Acute bronchitis", "reason": "cough"}]}
+    faulty_server.queue(ok(json.dumps(reply)))
+    first = [ProposedDiagnosis(rank=1, name="Influenza")]
+    llm = _budget(faulty_server)
+    more, warns, info = Proposer(llm, kg=None, k=4).alternatives("fever, cough, myalgia", first, n=4)
+    assert [(x.rank, x.name, x.alternative) for x in more] == [(2, "Pneumonia", True), (3, "Acute bronchitis", True)]
+    assert not warns and llm.used == 1 and llm.calls[0]["tag"] == "alternatives"
+    user = info["messages"][1]["content"]
+    assert "Already put forward: Influenza" in user and "fever, cough, myalgia" in user
+    assert "2 to 4" in info["messages"][0]["content"]
+
+
+def test_alternatives_that_fail_leave_the_first_answer_and_say_so(faulty_server):
+    from agents.proposer import Proposer  # noqa: PLC0415
+
+    faulty_server.queue(ok("{not json"), ok("{still not json"))
+    more, warns, _ = Proposer(_budget(faulty_server), kg=None, k=4).alternatives("fever", [], n=4)
+    assert more == [] and len(warns) == 1 and warns[0].startswith("alternatives:")
+    assert "first answer only" in warns[0]
