@@ -19,6 +19,8 @@ the candidate pool (top-1/3/5 of the pool before and after; the pipeline's diffe
     python benchmarks/fit_prior.py --limit 30 --provisional          # a quick fit, labelled provisional
     python benchmarks/fit_prior.py --eval-split test --eval-limit 200 --save-rows rows.jsonl
     python benchmarks/fit_prior.py --from-rows rows.jsonl --l2 0.1   # refit without running the pipeline
+    python benchmarks/fit_prior.py --drop 'icd_ch,fusion_log_rank'  # weight 0 on the log rank: utility monotone
+                                                                     # in the fused score
 
 DDXPlus runs only when the KG does not hold the DDXPlus conditions (its generator). About 0.1-0.5 s per case after a
 start-up of 10-20 s on 2 cores.
@@ -327,6 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     raw = design(rows, features, names)
     mean, scale = standardise(raw)
     xs = [(x - mean) / scale for x in raw]
+    # a fusion feature named in --drop keeps its place in the model file (the format starts with both) and gets
+    # weight 0: its column is zeroed before the fit ("fusion_log_rank": utility monotone in the fused score)
+    zeroed = [j for j, n in enumerate(names) if n in FUSION_FEATURES and drop and n.startswith(drop)]
+    for x in xs:
+        x[:, zeroed] = 0.0
     golds = [r.gold for r in rows]
     n_fusion = len(FUSION_FEATURES)
     informative = sum(bool(g) for g in golds)
