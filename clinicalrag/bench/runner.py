@@ -173,7 +173,8 @@ class CaseRunner:
                     for p, d in zip(rec["predictions"], result.get("differential") or []):
                         p["origins"] = list(d.get("origins") or [])
                     if uses_llm:   # the LLM path: what the model proposed, and whether it disagreed
-                        rec["proposals"] = [{"rank": x["rank"], "name": x["name"], "concept_id": x["concept_id"]}
+                        rec["proposals"] = [{"rank": x["rank"], "name": x["name"], "concept_id": x["concept_id"],
+                                             "alternative": bool(x.get("alternative"))}
                                             for x in result.get("proposals") or []]
                         rec["disagreement"] = result.get("disagreement") is not None
                 cands = result.get("candidates") or []

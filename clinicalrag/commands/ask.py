@@ -137,11 +137,19 @@ def render(r: dict) -> str:
                    + (f" | {demo}" if demo else ""))
         out.append("")
     props = r.get("proposals") or []
+
+    def named(xs: list[dict]) -> str:
+        return "; ".join(f"{x['rank']}. {x['name']}" + (f" (= {x['concept_name']})" if x.get("concept_name") and
+                                                        x["concept_name"].lower() != x["name"].lower() else "")
+                         + ("" if x.get("concept_id") else " (not in the knowledge graph)") for x in xs)
+
+    first = [x for x in props if not x.get("alternative")]
+    more = [x for x in props if x.get("alternative")]
+    if first:
+        out.append("The language model proposed: " + named(first))
+    if more:   # the widening call's diagnoses, beside the model's own answer
+        out.append("It would also consider: " + named(more))
     if props:
-        out.append("The language model proposed: " + "; ".join(
-            f"{x['rank']}. {x['name']}" + (f" (= {x['concept_name']})" if x.get("concept_name") and
-                                           x["concept_name"].lower() != x["name"].lower() else "")
-            + ("" if x.get("concept_id") else " (not in the knowledge graph)") for x in props))
         out.append("")
     refmap = r.get("reference_map") or {}
     answer = re.sub(r"(?m)^(\s*)#{1,6} ", r"\1", _numbered(r["answer"], refmap))

@@ -33,3 +33,17 @@ def test_the_findings_line_leaves_age_and_sex_to_its_end():
             {"text": "fever", "category": "symptom", "concept_name": "fever", "negated": True}]}}
     [line] = [x for x in render(r).splitlines() if x.startswith("Findings:")]
     assert line == "Findings: back (backache) | absent: fever | 62 y, male"
+
+
+def test_the_models_own_answer_and_its_alternatives_are_shown_apart():
+    from clinicalrag.commands.ask import render
+
+    r = {"status": "verified", "answer": "", "latency_ms": 12.0, "run_id": "r1", "proposals": [
+        {"rank": 1, "name": "Influenza", "concept_id": "DOID:8469", "concept_name": "influenza"},
+        {"rank": 2, "name": "Mycoplasma pneumonia", "concept_id": "DOID:0050523",
+         "concept_name": "Mycoplasma pneumoniae pneumonia", "alternative": True},
+        {"rank": 3, "name": "Lung thing", "concept_id": None, "alternative": True}]}
+    lines = render(r).splitlines()
+    assert "The language model proposed: 1. Influenza" in lines
+    assert ("It would also consider: 2. Mycoplasma pneumonia (= Mycoplasma pneumoniae pneumonia); "
+            "3. Lung thing (not in the knowledge graph)") in lines
