@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from knowledge.kg import mined as mined_format
-from knowledge.kg.mesh_nodes import is_mesh_disease
+from knowledge.kg.mesh_nodes import subtree_size
 from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_definitions, ncit_url
 
@@ -318,17 +318,8 @@ class Miner:
     def descendants(self, cid: str, cap: int = MAX_DESCENDANTS) -> int:
         """How many is_a descendants a concept has (counting stops past ``cap``)."""
         n = self._desc.get(cid)
-        if n is None:
-            seen: set[str] = set()
-            stack = [cid]
-            while stack and len(seen) <= cap:
-                for c in self.kg.children(stack.pop()):
-                    if is_mesh_disease(c, self._cat.get(c)):   # DO's own subtree decides (as in the ranker)
-                        continue
-                    if c not in seen:
-                        seen.add(c)
-                        stack.append(c)
-            n = self._desc[cid] = len(seen)
+        if n is None:   # the ontologies' own subtree, as the ranker judges it
+            n = self._desc[cid] = subtree_size(cid, self.kg.children, self._cat.get, cap)
         return n
 
     def _canonical(self, disease: str, finding: str, chosen: dict[str, str]) -> str:

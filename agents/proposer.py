@@ -11,6 +11,7 @@ Without an LLM (or when the call fails) there is no proposal and the pipeline is
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model, field_validator
@@ -42,6 +43,7 @@ class ProposalReply(BaseModel):
     diagnoses: list[_Proposed] = Field(default_factory=list)
 
 
+@lru_cache(maxsize=None)
 def alternatives_schema(n: int) -> type[BaseModel]:
     """The widening call's reply: 2..``n`` diagnoses (schema-constrained decoding makes a small model give them)."""
     return create_model(f"AlternativesReply{n}", __base__=ProposalReply,

@@ -78,7 +78,7 @@ from typing import Any, Iterable
 
 from agents.types import Candidate, Entity, Extraction
 from knowledge.kg.cardinal import SOURCE as CARDINAL_SOURCE
-from knowledge.kg.mesh_nodes import is_mesh_disease
+from knowledge.kg.mesh_nodes import subtree_size
 from knowledge.kg.mined import SOURCE as MINED_SOURCE
 
 FINDING_RELATIONS = ("has_symptom", "has_phenotype")
@@ -272,20 +272,10 @@ class _KGIndex:
         return seen
 
     def descendants(self, cid: str) -> int:
-        """The size of a disease's subtree as the ontologies file it (diseases added from MeSH below a DO concept
-        do not turn it into a category: :func:`knowledge.kg.mesh_nodes.is_mesh_disease`)."""
+        """The size of a disease's subtree as the ontologies file it (:func:`knowledge.kg.mesh_nodes.subtree_size`)."""
         n = self._desc.get(cid)
         if n is None:
-            seen: set[str] = set()
-            stack = [cid]
-            while stack and len(seen) <= 10_000:
-                for c in self.children.get(stack.pop(), ()):
-                    if is_mesh_disease(c, self.category.get(c)):
-                        continue
-                    if c not in seen:
-                        seen.add(c)
-                        stack.append(c)
-            n = self._desc[cid] = len(seen)
+            n = self._desc[cid] = subtree_size(cid, lambda x: self.children.get(x, ()), self.category.get, 10_000)
         return n
 
     def expansion(self, cid: str, with_parents: bool) -> list[tuple[str, float, str]]:

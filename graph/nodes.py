@@ -139,10 +139,8 @@ def propose(state: State, runtime: Runtime[Context]) -> dict:
     items, warns, info = proposer.propose(state["presentation"], state.get("extraction"))
     step.prompt(info)
     summary: dict = {}
-    wider = step.llm_for("alternatives")
-    if wider is not None and not warns:   # a second call widens the model's differential beside its first answer
-        more, more_warns, more_info = Proposer(wider, step.resources.kg, k=step.cfg.alternatives_k).alternatives(
-            state["presentation"], items, n=step.cfg.alternatives_k)
+    if step.llm_for("alternatives") is not None and not warns:   # a second call widens the model's differential
+        more, more_warns, more_info = proposer.alternatives(state["presentation"], items, n=step.cfg.alternatives_k)
         step.prompt(more_info)
         items, warns = items + more, warns + more_warns
         summary["alternatives"] = [x.name for x in more]

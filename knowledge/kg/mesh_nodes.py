@@ -1,8 +1,8 @@
 """MeSH disease descriptors that the Disease Ontology lacks, as disease concepts of their own.
 
 The vocabulary merge (:mod:`.vocab`) only adds names to DO concepts. Some 2,000 MeSH disease descriptors map to no
-DO concept, and among them are diagnoses clinicians name every day: herpes labialis (cold sores), tinea, chlamydia
-infections, brain concussion, intervertebral disc displacement, colonic polyps, lichen sclerosus, burns, rib
+DO concept, and among them are diagnoses clinicians name every day: herpes labialis (cold sores), chlamydia
+infections, brain concussion, intervertebral disc displacement, lichen sclerosus, stable angina, burns, rib
 fractures. A diagnosis the graph does not hold can be neither proposed, nor linked when a language model names it,
 nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each such descriptor a node
 (``MESH:D006560``, category ``disease``) when it is a diagnosis and not a duplicate:
@@ -17,7 +17,7 @@ nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each su
   cluster headache stay the findings the extractor reads them as, so extraction does not change), nor a symptom
   node of its own (HSDN symptoms without a SYMP/HP equivalent are ``MESH:`` nodes already);
 - **a clinical entity, not a category**: at most :data:`MAX_DESCENDANTS` descriptors below it in the disease trees
-  ("Tinea" with its eight sites, not "Intestinal Diseases, Parasitic").
+  ("Chlamydia Infections" with its few forms, not "Intestinal Diseases, Parasitic").
 
 Each node gets its descriptor's entry terms as synonyms (the synonyms of the preferred concept ``MAPPED``, the
 terms of its other concepts ``NARROW``, through the merge's guards, so a name another concept owns is not taken;
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from . import parsers
@@ -55,9 +55,23 @@ def node_id(ui: str) -> str:
 
 
 def is_mesh_disease(nid: str, category: str | None) -> bool:
-    """A disease node added from MeSH (not one of DO's). Whether a DO concept is a clinical entity or a category
-    is judged on the subtree DO files under it: MeSH's own subtypes hung below it do not make it a category."""
+    """A disease node added from MeSH (not one of DO's)."""
     return category == "disease" and nid.startswith(PREFIX + ":")
+
+
+def subtree_size(cid: str, children: Callable[[str], Iterable[str]], category: Callable[[str], str | None],
+                 cap: int) -> int:
+    """How many ``is_a`` descendants ``cid`` has, counting stops past ``cap``: the test of "a clinical entity or a
+    category" (the KG ranker's parent propagation, the miner's page linking). Judged on the subtree the ontologies
+    file under a concept: the diseases added from MeSH below it do not make it a category."""
+    seen: set[str] = set()
+    stack = [cid]
+    while stack and len(seen) <= cap:
+        for c in children(stack.pop()):
+            if c not in seen and not is_mesh_disease(c, category(c)):
+                seen.add(c)
+                stack.append(c)
+    return len(seen)
 
 
 def _excluded(tree_number: str, branches: Iterable[str] = EXCLUDED_BRANCHES) -> bool:
@@ -76,18 +90,11 @@ def display_name(name: str) -> str:
     return uninvert(name) or name
 
 
-def _name_index(b: _Builder, categories: Iterable[str], exact_only: bool) -> set[str]:
-    cats = set(categories)
-    out: set[str] = set()
-    for a in b.nodes.values():
-        if a["category"] not in cats:
-            continue
-        out.add(normalise(a["name"]))
-        for s, sc in zip(a["synonyms"], a["synonym_scopes"]):
-            if not exact_only or sc in ("EXACT", "MAPPED", "ABBREVIATION"):
-                out.add(normalise(s))
-    out.discard("")
-    return out
+def _names(b: _Builder, categories: Iterable[str], scopes: tuple[str, ...]) -> set[str]:
+    """The normalised names and synonyms (of ``scopes``) of the builder's nodes of ``categories``."""
+    from .build import _name_index  # noqa: PLC0415 - build imports vocab, which imports this module
+
+    return {k for cat in categories for k in _name_index(b.nodes, cat, scopes)}
 
 
 def _descendant_counts(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, int]:
@@ -115,8 +122,8 @@ def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str
     classes, for definitions. Returns the new node ids."""
     rep = b.report
     mondo = mondo or {}
-    findings = _name_index(b, FINDING_CATEGORIES, exact_only=True)
-    diseases = _name_index(b, ("disease",), exact_only=True)
+    findings = _names(b, FINDING_CATEGORIES, ("EXACT",))
+    diseases = _names(b, ("disease",), ("EXACT", "MAPPED", "ABBREVIATION"))
     below = _descendant_counts(descriptors)
     chosen: dict[str, parsers.MeshDescriptor] = {}
     for d in descriptors.values():
