@@ -27,14 +27,26 @@ _PAREN = re.compile(r"\s*\(([^)]*)\)\s*")
 _SPLIT = re.compile(r"\s*(?:/|\bor\b|;)\s*", re.I)
 
 
+# a reason's length, capped in the schema (constrained decoding stops the string there, so a small model's long
+# reasons cannot run a reply into max_tokens) and on parsing (a server without constrained decoding)
+REASON_CHARS = 100
+# reply tokens a diagnosis needs at most (name, capped reason, JSON punctuation), for a call's max_tokens
+ITEM_TOKENS = 64
+
+
 class _Proposed(BaseModel):
     name: str
-    reason: str = ""
+    reason: str = Field("", json_schema_extra={"maxLength": REASON_CHARS})
 
     @field_validator("name", "reason", mode="before")
     @classmethod
     def _text(cls, v: Any) -> str:
         return " ".join(str(v or "").split())
+
+    @field_validator("reason")
+    @classmethod
+    def _cap(cls, v: str) -> str:
+        return v if len(v) <= REASON_CHARS else v[:REASON_CHARS].rsplit(" ", 1)[0]
 
 
 class ProposalReply(BaseModel):
@@ -143,7 +155,8 @@ class Proposer:
         msgs = [{"role": "system", "content": load_prompt("propose_system", k=str(self.k))},
                 {"role": "user", "content": load_prompt("propose_user", presentation=fence(presentation),
                                                         findings=findings_block(extraction))}]
-        res = self.llm.structured(msgs, ProposalReply, tag="propose", max_tokens=self.max_tokens)
+        res = self.llm.structured(msgs, ProposalReply, tag="propose",
+                                  max_tokens=max(self.max_tokens, 32 + ITEM_TOKENS * self.k))
         info = {"messages": msgs, "raw": getattr(res, "raw", None)}
         if res.value is None:
             return [], [f"propose: the language model gave no usable differential ({res.error}); "
@@ -177,7 +190,8 @@ class Proposer:
         msgs = [{"role": "system", "content": load_prompt("alternatives_system", count=f"2 to {n}")},
                 {"role": "user", "content": load_prompt("alternatives_user", presentation=fence(presentation),
                                                         first=listed)}]
-        res = self.llm.structured(msgs, alternatives_schema(n), tag="alternatives", max_tokens=self.max_tokens)
+        res = self.llm.structured(msgs, alternatives_schema(n), tag="alternatives",
+                                  max_tokens=max(self.max_tokens, 32 + ITEM_TOKENS * n))
         info = {"messages": msgs, "raw": getattr(res, "raw", None), "prompt": "alternatives"}
         if res.value is None:
             return [], [f"alternatives: the language model gave no usable list ({res.error}); the differential "

@@ -244,3 +244,22 @@ def test_alternatives_that_fail_leave_the_first_answer_and_say_so(faulty_server)
     more, warns, _ = Proposer(_budget(faulty_server), kg=None, k=4).alternatives("fever", [], n=4)
     assert more == [] and len(warns) == 1 and warns[0].startswith("alternatives:")
     assert "first answer only" in warns[0]
+
+
+def test_the_widening_call_caps_reasons_and_leaves_room_for_every_diagnosis(faulty_server):
+    """A small model's long reasons once ran the reply into max_tokens: the schema sent caps a reason's length
+    (constrained decoding stops the string there), max_tokens grows with the number asked, and a server that
+    ignores the schema gets its long reasons cut on parsing rather than rejected."""
+    from agents.proposer import ITEM_TOKENS, REASON_CHARS, Proposer  # noqa: PLC0415
+
+    long_reason = "fever and cough with myalgia in a young adult during the winter season " * 3
+    reply = {"diagnoses": [{"name": "Pneumonia", "reason": long_reason}, {"name": "Sinusitis", "reason": "pain"}]}
+    faulty_server.queue(ok(json.dumps(reply)))
+    more, warns, _ = Proposer(_budget(faulty_server), kg=None, k=4, max_tokens=128).alternatives(
+        "fever, cough", [], n=4)
+    assert not warns and [x.name for x in more] == ["Pneumonia", "Sinusitis"]
+    assert len(more[0].reason) <= REASON_CHARS and long_reason.startswith(more[0].reason)
+    body = faulty_server.chat_requests()[0].body
+    assert body["max_tokens"] >= 4 * ITEM_TOKENS
+    schema = json.dumps(body.get("response_format") or {})
+    assert f'"maxLength": {REASON_CHARS}' in schema
