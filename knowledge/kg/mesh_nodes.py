@@ -17,7 +17,9 @@ nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each su
   cluster headache stay the findings the extractor reads them as, so extraction does not change), nor a symptom
   node of its own (HSDN symptoms without a SYMP/HP equivalent are ``MESH:`` nodes already);
 - **a clinical entity, not a category**: at most :data:`MAX_DESCENDANTS` descriptors below it in the disease trees
-  ("Chlamydia Infections" with its few forms, not "Intestinal Diseases, Parasitic").
+  ("Herpes Labialis", not "Intestinal Diseases, Parasitic"), and fewer than :data:`MAX_HELD_DESCENDANTS` of them
+  diseases DO already holds (a heading such as "Clostridium Infections" over botulism, tetanus and gas gangrene
+  names the group, not a diagnosis).
 
 Each node gets its descriptor's entry terms as synonyms (the synonyms of the preferred concept ``MAPPED``, the
 terms of its other concepts ``NARROW``, through the merge's guards, so a name another concept owns is not taken;
@@ -43,6 +45,9 @@ SOURCE = "mesh-thesaurus"
 TREE_SOURCE = "mesh-trees"
 PREFIX = "MESH"
 MAX_DESCENDANTS = 10
+# a heading with this many descendants that DO already holds groups them ("Clostridium Infections": botulism,
+# tetanus, gas gangrene, pseudomembranous colitis), however few they are
+MAX_HELD_DESCENDANTS = 2
 # tree branches whose descriptors are no diagnoses of a person: signs, symptoms and pathological processes;
 # animal diseases; experimental (laboratory) neoplasms
 EXCLUDED_BRANCHES = ("C23", "C22", "C04.619", "C04.697")   # (C04.697: neoplastic processes, not tumours)
@@ -97,8 +102,8 @@ def _names(b: _Builder, categories: Iterable[str], scopes: tuple[str, ...]) -> s
     return {k for cat in categories for k in _name_index(b.nodes, cat, scopes)}
 
 
-def _descendant_counts(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, int]:
-    """Descriptors below each descriptor in the disease trees (by tree number, counted once)."""
+def _descendants(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, set[str]]:
+    """The descriptors below each descriptor in the disease trees (by tree number, each once)."""
     owner: dict[str, str] = {}
     for d in descriptors.values():
         for t in d.tree_numbers:
@@ -110,7 +115,7 @@ def _descendant_counts(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[s
             anc = owner.get(".".join(parts[:i]))
             if anc and anc != ui:
                 below[anc].add(ui)
-    return {ui: len(below.get(ui, ())) for ui in descriptors}
+    return below
 
 
 def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
@@ -124,17 +129,24 @@ def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str
     mondo = mondo or {}
     findings = _names(b, FINDING_CATEGORIES, ("EXACT",))
     diseases = _names(b, ("disease",), ("EXACT", "MAPPED", "ABBREVIATION"))
-    below = _descendant_counts(descriptors)
-    chosen: dict[str, parsers.MeshDescriptor] = {}
+    below = _descendants(descriptors)
+    mapped: set[str] = set()          # the descriptors DO already holds (through the mappings)
+    unmapped: list[parsers.MeshDescriptor] = []
     for d in descriptors.values():
         doid, how = merge.bridge.resolve("MESH", d.id, [d.name, uninvert(d.name) or ""])
-        if doid is not None or how == "ambiguous":
-            continue
+        if doid is not None:
+            mapped.add(d.id)
+        elif how != "ambiguous":
+            unmapped.append(d)
+    chosen: dict[str, parsers.MeshDescriptor] = {}
+    for d in unmapped:
         if (not d.tree_numbers or all(_excluded(t) for t in d.tree_numbers)
                 or any(_excluded(t, ANIMAL_BRANCHES) for t in d.tree_numbers)):
             rep["mesh_nodes_skipped_not_a_diagnosis"] += 1
             continue
-        if below.get(d.id, 0) > MAX_DESCENDANTS or _GROUPING.search(display_name(d.name)):
+        under = below.get(d.id, set())
+        if (len(under) > MAX_DESCENDANTS or len(under & mapped) >= MAX_HELD_DESCENDANTS
+                or _GROUPING.search(display_name(d.name))):
             rep["mesh_nodes_skipped_category"] += 1
             continue
         own = {normalise(n) for t in d.terms if t.preferred_concept and not t.permuted

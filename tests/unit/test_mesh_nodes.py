@@ -8,6 +8,7 @@ from knowledge.kg import build, mesh_nodes, vocab
 from knowledge.kg.parsers import Mapping, MeshDescriptor, MeshTerm, Term
 
 HERPES, LIP, PNEUMONIA = "DOID:8566", "DOID:9297", "DOID:552"
+BOTULISM, TETANUS = "DOID:11100", "DOID:11338"
 
 
 def exact(subject: str, obj: str) -> Mapping:
@@ -22,11 +23,12 @@ def desc(ui: str, name: str, trees: list[str], terms: list[tuple[str, bool]] = (
 
 @pytest.fixture
 def b() -> build._Builder:
-    """Three DO diseases (two mapped to MeSH), a Symptom Ontology symptom and an HPO phenotype."""
+    """Five DO diseases (four mapped to MeSH), a Symptom Ontology symptom and an HPO phenotype."""
     b = build._Builder()
     b.step = lambda msg: None
     for doid, name, mesh in [(HERPES, "herpes simplex", "D006561"), (LIP, "lip disease", "D008047"),
-                             (PNEUMONIA, "pneumonia", None)]:
+                             (PNEUMONIA, "pneumonia", None), (BOTULISM, "botulism", "D001906"),
+                             (TETANUS, "tetanus", "D013742")]:
         a = b.node(doid, "disease", "do-humando", name=name)
         if mesh:
             b.add_xref(a, "MESH", mesh)
@@ -49,6 +51,9 @@ DESCRIPTORS = {d.id: d for d in [
     desc("D000100", "Respiratory System Abnormalities", ["C08.695"]),          # a grouping heading
     desc("D011014", "Pneumonia", ["C08.381.677"]),                              # named like a DO disease
     desc("D001924", "Brain Concussion", ["C10.228.140.199.444.250"]),          # no ancestor in the graph
+    desc("D003015", "Clostridium Infections", ["C01.150.252.410.222"]),        # a genus heading over two ...
+    desc("D001906", "Botulism", ["C01.150.252.410.222.151"]),                  # ... diseases DO holds
+    desc("D013742", "Tetanus", ["C01.150.252.410.222.864"]),
 ]}
 
 
@@ -67,7 +72,7 @@ def test_only_diagnoses_missing_from_the_graph_get_a_node(b):
     rep = b.report
     assert rep["mesh_nodes_skipped_finding"] == 3                      # leukocytosis, venous thrombosis, tinea pedis
     assert rep["mesh_nodes_skipped_not_a_diagnosis"] == 2              # fever (C23), distemper (C22)
-    assert rep["mesh_nodes_skipped_category"] == 1
+    assert rep["mesh_nodes_skipped_category"] == 2                     # a grouping heading; Clostridium Infections
     assert rep["mesh_nodes_skipped_named_disease"] == 1                # pneumonia: DO has it by name
 
 
