@@ -47,6 +47,7 @@ class RetrievalParams:
     use_prior: bool = True             # re-rank the fused candidates with the fitted commonness prior (agents/prior.py)
     prior_weight: float = 1.0          # its commonness part's weight (1 = as fitted; 0 = fusion order)
     prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
+    prior_monotone: bool = False       # its fusion part never rises down the fused order (CommonnessPrior.rescore)
     use_mined_edges: bool = True       # the disease -> finding edges mined from MedQuAD sentences (agents/miner.py)
     mined_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own, RankerConfig)
     use_cardinal: bool = True          # the curated cardinal findings of common diseases (knowledge/kg/cardinal.py)
@@ -71,6 +72,7 @@ class RetrievalParams:
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
                    use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
                    prior_pool=getattr(cfg, "prior_pool", 20),
+                   prior_monotone=getattr(cfg, "prior_monotone", False),
                    use_mined_edges=getattr(cfg, "use_mined_edges", True),
                    mined_strength=getattr(cfg, "mined_strength", None),
                    use_cardinal=getattr(cfg, "use_cardinal", True),
@@ -437,7 +439,7 @@ class HKI:
                                     site_hits=site_hits, sign_hits=sign_hits)
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
-            rescored = self.prior.rescore(candidates, p.prior_weight)
+            rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
             # a proposed disease is never silently lost: it stays in the list the generator sees
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
         if candidates and extraction is not None and hasattr(ranker, "explained"):

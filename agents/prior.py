@@ -224,12 +224,17 @@ class CommonnessPrior:
         """The commonness part of each candidate's utility (0 = an average candidate of the fit)."""
         return [float(x) for x in self._split(candidates)[1]] if candidates else []
 
-    def rescore(self, candidates: Sequence[Candidate], weight: float = 1.0) -> list[Candidate]:
+    def rescore(self, candidates: Sequence[Candidate], weight: float = 1.0, monotone: bool = False
+                ) -> list[Candidate]:
         """The candidates (in fused order) re-ordered by fusion part + ``weight`` * prior part, each scored with
-        its share of the softmax over the list, the prior's reason appended to its explanation."""
+        its share of the softmax over the list, the prior's reason appended to its explanation. ``monotone``: a
+        candidate's fusion part is capped at that of every candidate fused above it — the fitted weight on the log
+        rank is positive, so without the cap a candidate gains by being fused one place lower at the same score."""
         if not candidates:
             return []
         fus, pri, parts = self._split(candidates)
+        if monotone:
+            fus = np.minimum.accumulate(fus)
         u = fus + weight * pri
         p = np.exp(u - u.max())
         p /= p.sum()

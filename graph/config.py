@@ -20,6 +20,7 @@ class PipelineConfig(BaseModel):
     use_prior: bool = True            # re-rank the differential with the fitted commonness prior (agents/prior.py)
     prior_weight: float = Field(1.0, ge=0.0, le=10.0)  # weight of its commonness part (1 = as fitted)
     prior_pool: int = Field(20, ge=2, le=200)          # fused candidates the prior re-ranks (fit with the same pool)
+    prior_monotone: bool = False      # the prior's fusion part never rises down the fused order (agents/prior.py)
     use_mined_edges: bool = True      # rank with the disease -> finding edges mined from MedQuAD (agents/miner.py)
     mined_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
     use_cardinal: bool = True         # rank with the curated cardinal findings of common diseases (knowledge/kg/cardinal)

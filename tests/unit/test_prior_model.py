@@ -148,6 +148,23 @@ def test_prior_weight_zero_keeps_the_fusion_order():
     assert [c.concept_id for c in half] == ["X:rare", "X:plain", "X:common"]
 
 
+def test_monotone_prior_never_rewards_a_lower_fused_rank():
+    """With a positive weight on the log of the fused rank (the shipped fit has one), a candidate fused one place lower
+    at nearly the same score gains; ``monotone`` caps each fusion part at the parts fused above it, so near-ties are
+    ordered by the commonness part and then by the fusion."""
+    names = [*FUSION_FEATURES, "consumer_page"]
+    m = CommonnessPrior.from_dict({
+        "format": 1, "features": names, "provisional": True, "weights": dict(zip(names, [1.0, 2.0, 0.5])),
+        "mean": dict.fromkeys(names, 0.0), "scale": dict.fromkeys(names, 1.0)}, TABLE)
+    near = [Candidate(concept_id="X:rare", name="rare fever", score=0.5),
+            Candidate(concept_id="X:plain", name="plain disease", score=0.49),
+            Candidate(concept_id="X:common", name="common fever", score=0.45)]
+    assert [c.concept_id for c in m.rescore(near)] == ["X:common", "X:plain", "X:rare"]     # rank rewarded
+    out = m.rescore(near, monotone=True)
+    assert [c.concept_id for c in out] == ["X:common", "X:rare", "X:plain"]
+    assert out[0].score > out[1].score == out[2].score
+
+
 def test_a_model_naming_unknown_features_or_without_fusion_features_is_refused():
     names = [*FUSION_FEATURES, "popularity"]
     doc = {"format": 1, "features": names, "weights": dict.fromkeys(names, 1.0), "mean": dict.fromkeys(names, 0.0),
