@@ -8,8 +8,8 @@ such expressions to the concept the vocabulary would have found for the clinical
 ``phrase``
     the (case-insensitive) pattern is the whole finding;
 ``pain``
-    the pattern names a body part; "my P hurts/aches/is sore", "pain/ache/discomfort in my P", "sore/aching P" and
-    "P ache/pain" give the finding;
+    the pattern names a body part; "my P hurts/aches/is sore", "pain/ache/discomfort in (or behind) my P",
+    "sore/aching P" and "P ache/pain" give the finding;
 ``swelling``
     the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells" and "P
     swelling" give the finding;
@@ -92,7 +92,7 @@ def expand(form: str, part: str) -> str:
         return "|".join((
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting|killing\s+me))\b",
-            rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at)\s+"
+            rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at|behind)\s+"
             rf"{_OWNER}{_SIDE}{p}\b(?!\s+of\b)",    # "pain in the back", not "... the back of the head"
             rf"\b(?:sore|painful|aching|achy|throbbing)\s+{_SIDE}{p}\b(?!\s+of\b)",
             rf"\b{p}\s?(?:aches?|pains?)\b",

@@ -36,6 +36,8 @@ def test_table_rows_are_well_formed(tmp_path):
     ("The swelling in my legs has gotten worse", "leg swelling"),
     ("my ankles are swollen in the evening", "Ankle swelling"),
     ("swollen glands in my neck", "lymphadenopathy"),
+    ("There is a distinct pain behind my eyes too.", "Ocular pain"),        # retro-orbital pain
+    ("a crushing pain behind the breastbone", "chest pain"),               # retrosternal pain
 ])
 def test_body_part_forms(text, name):
     assert name in names(text)
