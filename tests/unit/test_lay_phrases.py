@@ -116,6 +116,8 @@ def test_phrases(text, name):
     "Keep the food down on the lower shelf.",
     "I am trying to lose weight before the wedding.",
     "The kidney stone was removed last year and the back office called.",
+    "My skin is not dry.",                   # a denial inside the phrase is no finding
+    "My monthly cycle has not changed.",
 ])
 def test_unrelated_sentences_give_nothing(text):
     assert names(text) == []
@@ -141,6 +143,13 @@ def test_expand_builds_one_pattern_per_form():
     ("a decrease in my sex drive", "Decreased libido"),
     ("I can't control my urges to pee", "urinary urgency"),
     ("My nails are slightly dented", "Nail pits"),
+    ("A few of the patches also differ in complexion from my natural skin.", "Abnormality of skin pigmentation"),
+    ("some spots that are a different shade of skin than the rest of my body", "Abnormality of skin pigmentation"),
+    ("My skin is also becoming pretty dry.", "Dry skin"),
+    ("I have an unpleasant taste in my mouth", "Parageusia"),
+    ("I occasionally lose my temper", "irritability"),
+    ("My monthly cycle has changed", "Irregular menstruation"),
+    ("I have trouble digesting my food", "dyspepsia"),
 ])
 def test_more_everyday_wording(text, name):
     assert name in names(text)
