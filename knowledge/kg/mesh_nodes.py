@@ -1,8 +1,8 @@
 """MeSH disease descriptors that the Disease Ontology lacks, as disease concepts of their own.
 
 The vocabulary merge (:mod:`.vocab`) only adds names to DO concepts. Some 2,000 MeSH disease descriptors map to no
-DO concept, and among them are diagnoses clinicians name every day: herpes labialis (cold sores), chlamydia
-infections, brain concussion, intervertebral disc displacement, lichen sclerosus, stable angina, burns, rib
+DO concept, and among them are diagnoses clinicians name every day: herpes labialis (cold sores), brain
+concussion, intervertebral disc displacement, lichen sclerosus, stable angina, burns, rib
 fractures. A diagnosis the graph does not hold can be neither proposed, nor linked when a language model names it,
 nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each such descriptor a node
 (``MESH:D006560``, category ``disease``) when it is a diagnosis and not a duplicate:
@@ -84,8 +84,8 @@ def _excluded(tree_number: str, branches: Iterable[str] = EXCLUDED_BRANCHES) -> 
 
 
 # a heading that groups diseases ("Respiratory System Abnormalities", "Agricultural Workers' Diseases",
-# "Cardiovascular Pregnancy Complications", "Zoonoses"); MeSH's plural diagnoses ("Chlamydia Infections", "Rib
-# Fractures", "Burns") are not groupings
+# "Cardiovascular Pregnancy Complications", "Zoonoses"); MeSH's plural diagnoses ("Rib Fractures", "Burns") are
+# not groupings
 _GROUPING = re.compile(r"\b(?:diseases|disorders|abnormalities|complications|syndromes|conditions|zoonoses)$", re.I)
 
 

@@ -5,8 +5,8 @@ other than DO: the NCI Thesaurus (names, exact synonyms, definitions), MeSH (des
 the disease trees C and F03), the ICD-10-CM tabular list (code titles and inclusion terms), Mondo's labels and
 the Orphanet and ICD-11 labels it matches exactly, and a small curated table of clinical abbreviations.
 Each term is mapped to the DO concept it names, and its names become synonyms there; the only nodes added are
-the MeSH disease descriptors no DO concept corresponds to (:mod:`.mesh_nodes`: herpes labialis, chlamydia
-infections, brain concussion ...), which get their names through the same guards.
+the MeSH disease descriptors no DO concept corresponds to (:mod:`.mesh_nodes`: herpes labialis, lichen
+sclerosus, brain concussion ...), which get their names through the same guards.
 
 Mapping an identifier of another vocabulary (``MESH:D009203``, ``ICD10CM:M75.0``, ``NCI:C27996``) to DO
 (:class:`Bridge`) uses DO's own cross-references of the concept and Mondo's exact matches (identifier ->
