@@ -415,7 +415,7 @@ class HKI:
             age, sex = (extraction.age_years, extraction.sex) if extraction else (None, None)
             rcfg = getattr(self.ranker, "config", None)
             site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: demographic_factor(
-                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, self._onset(d)))
+                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, *self._ages(d)))
         else:
             site_hits = []
         page_rank: dict[str, int] = {}
@@ -515,12 +515,15 @@ class HKI:
             text = _MEASUREMENT.sub(lambda m: " " * len(m.group(0)), text)
         return text
 
-    def _onset(self, did: str) -> tuple[str, ...]:
-        """HPO's ages of onset of a KG disease (empty when none is annotated)."""
+    def _ages(self, did: str) -> tuple[tuple[str, ...], tuple[float | None, ...] | None]:
+        """HPO's ages of onset of a KG disease (empty when none is annotated) and its curated typical ages
+        (``(min, max)`` years from the cardinal-findings table, None when none is written)."""
         graph = getattr(self.kg, "graph", None)
         if graph is None or did not in graph:
-            return ()
-        return tuple(graph.nodes[did].get("onset") or ())
+            return (), None
+        attrs = graph.nodes[did]
+        ages = attrs.get("typical_age")
+        return tuple(attrs.get("onset") or ()), (tuple(ages) if ages else None)
 
     def _disease_of(self, focus: str) -> str | None:
         """The KG disease a reference document is about (its focus), if the name resolves."""
@@ -614,7 +617,7 @@ class HKI:
         for c in candidates:
             score, why, origins, ranks = parts(c.concept_id)
             # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
-            score *= demographic_factor(c.name, age, sex, rcfg, self._onset(c.concept_id))
+            score *= demographic_factor(c.name, age, sex, rcfg, *self._ages(c.concept_id))
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks, c.supporting)}))
@@ -634,7 +637,7 @@ class HKI:
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
-                                        self._onset(did))
+                                        *self._ages(did))
             known = explained.get(did)
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={

@@ -63,7 +63,8 @@ scored as that DO disease (its triples still cite the original node).
 
 **Demographics** are soft: with ``sex`` given, diseases named after an organ of the other sex are multiplied by
 ``sex_mismatch``; with ``age >= 18``, diseases named neonatal/newborn/infant(ile)/infancy/childhood/juvenile/congenital by
-``age_mismatch``.
+``age_mismatch``, and so is a disease whose curated typical age (the cardinal-findings table's ``typical_age``:
+Kawasaki disease up to 10, polymyalgia rheumatica from 50) leaves the patient's age out.
 """
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ import threading
 import weakref
 from collections import defaultdict
 from dataclasses import dataclass, fields, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from agents.types import Candidate, Entity, Extraction
 from knowledge.kg.cardinal import SOURCE as CARDINAL_SOURCE
@@ -224,6 +225,7 @@ class _KGIndex:
         self.n_diseases = max(1, len(per_disease))
         self.names = {n: str(nodes[n].get("name") or n) for n in self.category}
         self.onset = {n: tuple(a["onset"]) for n, a in g.nodes(data=True) if a.get("onset")}
+        self.typical_age = {n: tuple(a["typical_age"]) for n, a in g.nodes(data=True) if a.get("typical_age")}
         self._profiles: dict[tuple[str, bool], dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = {}
         self._idf: dict[str, float] = {}
         self._desc: dict[str, int] = {}
@@ -346,7 +348,7 @@ _INDEX_LOCK = threading.Lock()
 
 
 _DERIVED = ("category", "children", "parents", "xref", "canon", "by_finding", "common", "curated", "mass", "n_ann",
-            "n_diseases", "names", "onset")
+            "n_diseases", "names", "onset", "typical_age")
 
 
 def _cache_path(kg: Any, cfg: RankerConfig):
@@ -439,17 +441,29 @@ _PEDIATRIC = re.compile(r"\b(neonatal|newborn|infant|infants|infantile|infancy|c
 EARLY_ONSETS = frozenset({"antenatal", "congenital", "neonatal", "infantile"})
 
 
+def outside_typical_age(age: float | None, typical_age: Sequence[float | None] | None) -> bool:
+    """True when a known age falls outside a disease's curated typical ages ``(min, max)`` (either may be None)."""
+    if age is None or not typical_age:
+        return False
+    lo, hi = typical_age
+    return (lo is not None and age < lo) or (hi is not None and age > hi)
+
+
 def demographic_factor(name: str, age: float | None, sex: str | None, cfg: RankerConfig | None = None,
-                       onset: Iterable[str] | None = None) -> float:
-    """A soft penalty for a disease whose name ties it to the other sex (prostate, ovary, pregnancy ...) or, for an
-    adult, to infancy/childhood — by its name, or by HPO's ages of onset when every one annotated is infancy or
-    earlier (biliary atresia): ``sex_mismatch`` / ``age_mismatch`` of the ranker's config, else 1."""
+                       onset: Iterable[str] | None = None,
+                       typical_age: Sequence[float | None] | None = None) -> float:
+    """A soft penalty for a disease whose name ties it to the other sex (prostate, ovary, pregnancy ...) or whose
+    age does not fit the patient: for an adult, a disease of infancy/childhood by its name or by HPO's ages of onset
+    when every one annotated is infancy or earlier (biliary atresia); for anyone, a disease whose curated typical age
+    (``typical_age``, years) leaves the patient out (Kawasaki disease at 25, polymyalgia rheumatica at 30).
+    ``sex_mismatch`` / ``age_mismatch`` of the ranker's config (the age penalty once), else 1."""
     cfg = cfg or RankerConfig()
     factor = 1.0
     if (sex == "male" and _FEMALE_ONLY.search(name)) or (sex == "female" and _MALE_ONLY.search(name)):
         factor *= cfg.sex_mismatch
     onsets = set(onset or ())
-    if age is not None and age >= 18 and (_PEDIATRIC.search(name) or (onsets and onsets <= EARLY_ONSETS)):
+    if (age is not None and age >= 18 and (_PEDIATRIC.search(name) or (onsets and onsets <= EARLY_ONSETS))) \
+            or outside_typical_age(age, typical_age):
         factor *= cfg.age_mismatch
     return factor
 
@@ -601,7 +615,8 @@ class KGRanker:
                 m = neg_prof[g].get(d)
                 if m is not None:
                     score *= 1.0 - cfg.negation_mu * m[0]
-            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d))
+            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d),
+                                        idx.typical_age.get(d))
             if score > 0:
                 scored.append((score, d))
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))

@@ -102,6 +102,13 @@ def run(args) -> int:
     return 0
 
 
+def status_line(status: str) -> str:
+    """The banner's status, with what "verified" does and does not mean (it is about the claims, not the diagnosis)."""
+    if status == "verified":
+        return "Status: verified — the claims match their cited evidence (not a check of the diagnosis)"
+    return f"Status: {status}"
+
+
 def render(r: dict) -> str:
     """A readable answer: status banner, the claims and diagnostic-confidence line, differential, the must-not-miss
     line, verification badges, warnings, references."""
@@ -114,12 +121,12 @@ def render(r: dict) -> str:
     if esc.get("escalated") and diagnostic_only:
         claims = " (its claims are supported by the cited evidence)" if status == "verified" else ""
         out += [bar, f"⚠  NEEDS CLINICIAN REVIEW — the diagnosis is uncertain{claims}.",
-                *[f"   - {x}" for x in reasons[:8]], f"Status: {status}", bar]
+                *[f"   - {x}" for x in reasons[:8]], status_line(status), bar]
     elif esc.get("escalated"):
         out += [bar, "⚠  NEEDS CLINICIAN REVIEW — this answer is not verified.",
                 *[f"   - {x}" for x in reasons[:8]], bar]
     else:
-        out += [bar, f"Status: {status}", bar]
+        out += [bar, status_line(status), bar]
     out += [summary_line(r)]
     per_item = confidence_line(r.get("differential") or [])
     if per_item:

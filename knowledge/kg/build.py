@@ -34,7 +34,7 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-10"
+BUILDER_VERSION = "kg-11"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, *vocab.VOCAB_SOURCES)
@@ -631,7 +631,8 @@ def ingest_cardinal_findings(b: _Builder, path: Path) -> None:
     the textbook citation (``reference``) and the finding's place in the entry (``order``, 1 = most characteristic).
     A fact another source already states — the disease linked to the finding or to an xref-equivalent of it (HP
     "Fever" = SYMP "fever") — gets ``kg-cardinal`` in that edge's ``also_sources`` instead: one fact, one edge. A
-    disease or finding the graph does not have is counted and skipped (the tests require none)."""
+    disease or finding the graph does not have is counted and skipped (the tests require none). An entry's
+    ``typical_age`` becomes the disease node's ``typical_age`` attribute ([min, max] years, either may be None)."""
     rep = b.report
     b.step("cardinal findings of common diseases (curated)")
     equivalent: dict[str, list[str]] = defaultdict(list)
@@ -644,6 +645,9 @@ def ingest_cardinal_findings(b: _Builder, path: Path) -> None:
             rep["cardinal_unknown_disease"] += 1
             continue
         rep["cardinal_diseases"] += 1
+        if entry.typical_age is not None:
+            b.nodes[d]["typical_age"] = list(entry.typical_age)
+            rep["cardinal_typical_ages"] += 1
         for i, f in enumerate(entry.findings, start=1):
             fid = b.symp_id(f.id) if f.id.startswith("SYMP:") else f.id
             if fid is None or b.nodes.get(fid, {}).get("category") not in ("symptom", "phenotype"):

@@ -19,6 +19,14 @@ File format (YAML)::
       reference: harrison             # a key of ``references``
       findings:                       # most characteristic first; KG symptom/phenotype concepts with their KG names
       - {id: SYMP:0000139, name: sneezing}
+    - disease: {id: DOID:13378, name: Kawasaki disease}
+      reference: nelson
+      typical_age: {max: 16}          # optional: the ages (years) the textbook gives; outside them the disease is rare
+      findings: [...]
+
+``typical_age`` (``min`` and/or ``max``, in years) is written only where the cited textbook says the disease is rare
+outside those ages (Kawasaki disease in adults, polymyalgia rheumatica before 50); the ranker's age fit then weighs
+a patient outside them down softly (``RankerConfig.age_mismatch``), never to zero.
 
 Every id is checked against the built graph by ``tests/integration/test_cardinal_findings_kg.py`` (it exists and
 carries the name written beside it). The graph builder (:func:`knowledge.kg.build.ingest_cardinal_findings`) adds
@@ -38,6 +46,7 @@ PATH = Path(__file__).with_name("cardinal_findings.yaml")
 LICENSE = "Apache-2.0 (ClinicalRAG; curated after the cited textbooks)"
 FORMAT_VERSION = 1
 MIN_FINDINGS, MAX_FINDINGS = 2, 10
+MAX_AGE = 120
 
 
 class CardinalFormatError(ValueError):
@@ -55,6 +64,20 @@ class CardinalEntry:
     disease: Ref
     findings: tuple[Ref, ...]
     reference: str      # the full citation
+    typical_age: tuple[float | None, float | None] | None = None   # (min, max) years; None: any age
+
+
+def _typical_age(raw: object, where: str) -> tuple[float | None, float | None]:
+    if not isinstance(raw, dict) or not raw or set(raw) - {"min", "max"}:
+        raise CardinalFormatError(f"{where}: typical_age must be {{min: years, max: years}} (one or both), "
+                                  f"not {raw!r}")
+    lo, hi = raw.get("min"), raw.get("max")
+    for v in (lo, hi):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_AGE):
+            raise CardinalFormatError(f"{where}: typical_age bounds are years between 0 and {MAX_AGE}, not {v!r}")
+    if lo is not None and hi is not None and lo >= hi:
+        raise CardinalFormatError(f"{where}: typical_age min ({lo}) must be below max ({hi})")
+    return (None if lo is None else float(lo), None if hi is None else float(hi))
 
 
 def _ref(raw: object, where: str) -> Ref:
@@ -69,7 +92,7 @@ def _ref(raw: object, where: str) -> Ref:
 def read(path: Path | str = PATH) -> list[CardinalEntry]:
     """The entries of a cardinal-findings file; :class:`CardinalFormatError` naming the file (and the entry) when it
     cannot be read or breaks the format: unknown keys, a reference key not defined, a disease twice, a finding twice
-    in one entry, fewer than 2 or more than 10 findings."""
+    in one entry, fewer than 2 or more than 10 findings, a typical age that is not a range of years."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -84,8 +107,10 @@ def read(path: Path | str = PATH) -> list[CardinalEntry]:
     seen: set[str] = set()
     for i, row in enumerate(rows, start=1):
         where = f"{path.name}, disease entry {i}"
-        if not isinstance(row, dict) or set(row) != {"disease", "reference", "findings"}:
-            raise CardinalFormatError(f"{where}: needs exactly 'disease', 'reference' and 'findings'")
+        if not isinstance(row, dict) or not {"disease", "reference", "findings"} <= set(row) \
+                or set(row) - {"disease", "reference", "findings", "typical_age"}:
+            raise CardinalFormatError(f"{where}: needs 'disease', 'reference' and 'findings' (and optionally "
+                                      f"'typical_age'), nothing else")
         disease = _ref(row["disease"], where)
         where = f"{path.name}, {disease.id} ({disease.name})"
         if disease.id in seen:
@@ -102,7 +127,8 @@ def read(path: Path | str = PATH) -> list[CardinalEntry]:
                                       f"{MIN_FINDINGS} to {MAX_FINDINGS}")
         if len({f.id for f in findings}) != len(findings):
             raise CardinalFormatError(f"{where}: a finding is listed twice")
-        out.append(CardinalEntry(disease, findings, " ".join(citation.split())))
+        ages = _typical_age(row["typical_age"], where) if "typical_age" in row else None
+        out.append(CardinalEntry(disease, findings, " ".join(citation.split()), ages))
     return out
 
 

@@ -87,3 +87,31 @@ def test_the_table_brings_the_common_cold_up_for_a_cold(knowledge, kg):
     without = KGRanker(kg, replace(ranker.config, cardinal_strength=0.0))
     ranked0 = [c.concept_id for c in without.rank(findings, negated, k=50, age=ex.age_years, sex=ex.sex)]
     assert COMMON_COLD not in ranked0 or ranked0.index(COMMON_COLD) > ranked.index(COMMON_COLD), ranked0[:10]
+
+
+KAWASAKI = "DOID:13378"
+KAWASAKI_CASE = ("{age} with five days of high fever, red eyes, a rash, cracked red lips, swollen glands in the neck "
+                 "and red palms and soles.")
+
+
+def test_a_typical_age_reaches_the_graph_and_weighs_an_adult_down(knowledge, kg):
+    """Kawasaki disease is a disease of small children (the table's typical age: up to 16); its node carries that,
+    and the same presentation ranks it lower for a 30-year-old than for a 3-year-old, by the age penalty."""
+    written = {e.disease.id: e.typical_age for e in cardinal.read() if e.typical_age}
+    for did, ages in written.items():
+        assert tuple(kg.graph.nodes[did].get("typical_age")) == ages, did
+    assert (kg.report or {}).get("cardinal_typical_ages") == len(written)
+    res = Resources(llm_config=LLMConfig(), kg=kg, index=knowledge[1])
+    ranker = KGRanker(kg)
+    scores = {}
+    for who in ("A 3-year-old boy", "A 30-year-old man"):
+        ex = res.mee.extract(KAWASAKI_CASE.format(age=who))
+        findings, negated = ranking_findings(ex)
+        ranked = ranker.rank(findings, negated, k=200, age=ex.age_years, sex=ex.sex)
+        ids = [c.concept_id for c in ranked]
+        assert KAWASAKI in ids, (who, ids[:10])
+        scores[who] = (ids.index(KAWASAKI), ranked[ids.index(KAWASAKI)].score)
+    child, adult = scores["A 3-year-old boy"], scores["A 30-year-old man"]
+    assert child[0] < 3, child
+    assert adult[0] > child[0]
+    assert adult[1] == pytest.approx(child[1] * ranker.config.age_mismatch, rel=0.02)

@@ -91,6 +91,14 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
     assert demographic_factor("sudden infant death syndrome", 72, "female", cfg) == cfg.age_mismatch
     assert demographic_factor("sudden infant death syndrome", 0.3, None, cfg) == 1.0
     assert demographic_factor("cystitis", None, None, cfg) == 1.0
+    # a curated typical age (the cardinal-findings table) works both ways, once, and not without an age
+    assert demographic_factor("Kawasaki disease", 25, "male", cfg, typical_age=(None, 10.0)) == cfg.age_mismatch
+    assert demographic_factor("Kawasaki disease", 3, "male", cfg, typical_age=(None, 10.0)) == 1.0
+    assert demographic_factor("polymyalgia rheumatica", 30, None, cfg, typical_age=(50.0, None)) == cfg.age_mismatch
+    assert demographic_factor("polymyalgia rheumatica", 72, None, cfg, typical_age=(50.0, None)) == 1.0
+    assert demographic_factor("polymyalgia rheumatica", None, None, cfg, typical_age=(50.0, None)) == 1.0
+    assert demographic_factor("juvenile idiopathic arthritis", 40, None, cfg,
+                              typical_age=(None, 16.0)) == cfg.age_mismatch
 
 
 def test_fusion_keeps_the_age_and_sex_penalty_of_ranked_candidates():

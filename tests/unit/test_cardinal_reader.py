@@ -50,7 +50,14 @@ def test_a_good_file_gives_entries_with_the_full_citation(tmp_path):
     (lambda t: t.replace("  - {id: SYMP:0000372, name: rhinorrhea}\n", ""), "1 findings"),
     (lambda t: t.replace("SYMP:0000372, name: rhinorrhea", "SYMP:0000139, name: sneezing"), "listed twice"),
     (lambda t: t.replace("{id: SYMP:0000139, name: sneezing}", "{id: SYMP:0000139}"), "finding 1"),
-    (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  note: x\n"), "exactly"),
+    (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  note: x\n"), "nothing else"),
+    (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  typical_age: 10\n"), "typical_age must"),
+    (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  typical_age: {max: 200}\n"),
+     "between 0 and 120"),
+    (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  typical_age: {min: 50, max: 5}\n"),
+     "must be below max"),
+    (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  typical_age: {from: 5}\n"),
+     "typical_age must"),
     (lambda t: t + t[t.index("- disease"):], "listed twice"),
     (lambda t: t.replace("name: common cold", "name: ''"), "needs a prefixed id"),
     (lambda t: t.replace("diseases:", "diseases: [\n"), "cannot read"),
@@ -59,6 +66,25 @@ def test_format_errors_name_the_file_and_the_entry(tmp_path, change, message):
     with pytest.raises(CardinalFormatError, match=message) as err:
         read(_write(tmp_path, change(GOOD)))
     assert "cardinal.yaml" in str(err.value)
+
+
+def test_a_typical_age_is_read_as_years_and_is_optional(tmp_path):
+    [e] = read(_write(tmp_path, GOOD))
+    assert e.typical_age is None
+    [e] = read(_write(tmp_path, GOOD.replace("  reference: harrison\n",
+                                             "  reference: harrison\n  typical_age: {max: 10}\n")))
+    assert e.typical_age == (None, 10.0)
+    [e] = read(_write(tmp_path, GOOD.replace("  reference: harrison\n",
+                                             "  reference: harrison\n  typical_age: {min: 50, max: 120}\n")))
+    assert e.typical_age == (50.0, 120.0)
+
+
+def test_the_shipped_typical_ages_are_few_and_clinically_plausible():
+    ages = {e.disease.name: e.typical_age for e in read() if e.typical_age}
+    assert ages["Kawasaki disease"] == (None, 16.0)
+    assert ages["polymyalgia rheumatica"] == (50.0, None) and ages["temporal arteritis"] == (50.0, None)
+    assert 10 <= len(ages) <= 40       # written only where the textbook says the disease is rare outside them
+    assert "influenza" not in ages and "pneumonia" not in ages
 
 
 def test_a_missing_file_is_a_format_error_naming_it(tmp_path):

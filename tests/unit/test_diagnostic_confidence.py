@@ -242,6 +242,7 @@ def test_result_carries_confidence_apart_from_verification(asthma):
             "explains 1 of 2 findings)") in text.splitlines()
     assert "the diagnosis is uncertain (its claims are supported by the cited evidence)." in text
     assert "Status: verified" in text and "not verified" not in text
+    assert "Status: verified — the claims match their cited evidence (not a check of the diagnosis)" in text
     assert "Probability each is the diagnosis: 1. asthma 0.02 · 2. a diagnosis nothing ranked 0.02" in text
 
     bare = build_result(state, PipelineConfig(), events=[], thread_id=None, llm_model=None, calibration=None)

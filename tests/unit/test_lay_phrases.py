@@ -100,6 +100,8 @@ def test_body_part_forms(text, name):
     ("a metallic aftertaste", "Parageusia"),
     ("excruciating joint and muscular pain", "joint pain"),
     ("excruciating joint and muscular pain", "muscle pain"),
+    ("muscle and joint pains", "muscle pain"),
+    ("muscle and joint pains", "joint pain"),
     ("cuts and bruises take a long time to heal", "poor wound healing"),
     ("my anus bleeds", "hematochezia"),
     ("swelling joints", "Joint swelling"),
