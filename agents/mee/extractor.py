@@ -298,6 +298,8 @@ class MEE:
             if concept is not None:
                 category = CATEGORY_MAP.get(concept.category, category)
             negated = flags.get("is_negated", False) or bool(meta.get("llm_negated") and meta.get("origin") == "llm")
+            if negated and _is_the_exception(doc, ent):
+                negated = False                 # "other than the rash, the review of systems is negative"
             start, end = ent.start_char, ent.end_char
             found = meta.get("finding")
             if found is not None:
@@ -567,6 +569,21 @@ def _find_tokens(doc, forms: dict[str, str]) -> list:
         if tok.text in forms:
             out.append(doc[tok.i:tok.i + 1])
     return out
+
+
+# "other than X", "apart from X", "except for X": X is what the sentence says is there, whatever it denies around it
+# ("Other than the pruritic rash, a review of systems is negative"; "she has no complaints apart from fatigue")
+_EXCEPTION_BEFORE = re.compile(r"\b(?:other\s+than|apart\s+from|aside\s+from|except(?:\s+for)?|besides)\s+"
+                               r"(?:[\w'-]+\s+){0,3}$", re.I)
+
+
+def _is_the_exception(doc, ent) -> bool:
+    """The entity is the exception a negated sentence makes (a few words after "other than" and the like)."""
+    try:
+        start = ent.sent.start_char
+    except (AttributeError, ValueError):
+        start = max(0, ent.start_char - 80)
+    return bool(_EXCEPTION_BEFORE.search(doc.text[start:ent.start_char]))
 
 
 def _context_flags(ent) -> dict[str, bool]:

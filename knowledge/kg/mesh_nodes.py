@@ -9,8 +9,9 @@ nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each su
 
 - **not in DO under any name**: no Mondo/DO mapping (:class:`.vocab.Bridge`), and none of the names of its
   preferred concept is the name or a synonym of a disease node already in the graph (DO, OMIM, Orphanet);
-- **a disease, not a finding**: some tree number outside C23 (*Pathological Conditions, Signs and Symptoms*: fever,
-  leukocytosis, headache) and C04.697 (*Neoplastic Processes*), none in C22 (*Animal Diseases*) or C04.619
+- **a disease, not a finding**: some tree number in the disease trees (C, F03) outside C23 (*Pathological Conditions,
+  Signs and Symptoms*: fever, leukocytosis, headache) and C04.697 (*Neoplastic Processes*) — a place in another tree
+  does not count ("Emergencies" sits in C23 and in N06, health care) —, none in C22 (*Animal Diseases*) or C04.619
   (*Neoplasms, Experimental*); its heading does not group diseases ("... Abnormalities", "... Complications",
   "... Diseases"); and its name is not the
   name or a synonym of a Symptom Ontology symptom or an HPO phenotype (tachycardia, anaphylaxis, venous thrombosis,
@@ -79,6 +80,12 @@ def subtree_size(cid: str, children: Callable[[str], Iterable[str]], category: C
     return len(seen)
 
 
+def _in_disease_trees(tree_number: str) -> bool:
+    """Under MeSH's disease trees (C, and F03 for mental disorders), as :data:`parsers.MESH_DISEASE_TREES`."""
+    return any(tree_number == p or tree_number.startswith(p + ".") or (len(p) == 1 and tree_number.startswith(p))
+               for p in parsers.MESH_DISEASE_TREES)
+
+
 def _excluded(tree_number: str, branches: Iterable[str] = EXCLUDED_BRANCHES) -> bool:
     return any(tree_number == b or tree_number.startswith(b + ".") for b in branches)
 
@@ -140,7 +147,7 @@ def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str
             unmapped.append(d)
     chosen: dict[str, parsers.MeshDescriptor] = {}
     for d in unmapped:
-        if (not d.tree_numbers or all(_excluded(t) for t in d.tree_numbers)
+        if (not any(_in_disease_trees(t) and not _excluded(t) for t in d.tree_numbers)
                 or any(_excluded(t, ANIMAL_BRANCHES) for t in d.tree_numbers)):
             rep["mesh_nodes_skipped_not_a_diagnosis"] += 1
             continue

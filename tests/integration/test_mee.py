@@ -165,6 +165,15 @@ def test_negation_cues(mee):
     assert not by_text(ex, "nausea").negated
 
 
+def test_the_exception_to_a_denial_is_present(mee):
+    """"Other than X", "apart from X": X is there, whatever the sentence denies around it."""
+    ex = mee.extract("Other than the itchy rash, a review of systems is negative. She has no complaints apart from "
+                     "fatigue. No fever; other than that she is well.")
+    assert not by_text(ex, "rash").negated
+    assert not by_text(ex, "fatigue").negated
+    assert by_text(ex, "fever").negated
+
+
 def test_family_history_section_and_dedupe(mee):
     text = "Cough and fever. Cough worse at night. Family history: diabetes mellitus."
     ex = mee.extract(text)

@@ -196,6 +196,11 @@ def test_a_region_without_pain_before_it_is_no_finding(text):
     ("Burning retrosternal discomfort after meals.", "pyrosis"),
     ("Sour fluid coming up into his mouth at night.", "Gastroesophageal reflux"),
     ("I have lost my sense of taste.", "ageusia"),
+    ("Tense axillary bullae are noted.", "blister"),
+    ("Her left eye is notable for ciliary injection and photophobia.", "Red eye"),
+    ("He presents with increased inguinal pruritis.", "Pruritus"),
+    ("A pale, white retina with a bright red area within the macula.", "Cherry red spot of the macula"),
+    ("Fundoscopy shows a cherry-red spot.", "Cherry red spot of the macula"),
 ])
 
 def test_exam_vignette_wording(text, name):
@@ -213,9 +218,13 @@ def test_smell_and_taste_lost_together_are_two_findings():
     "The stiffness of the mattress.",
     "A nodule on the thyroid.",
     "Regular rate and rhythm.",
+    "A chest CT shows apical bullae.",            # lung bullae are no skin blisters
+    "Emphysematous bullae in both upper lobes.",
+    "A red reflex is present in both eyes.",
 ])
 def test_exam_wording_needs_the_finding(text):
-    assert not {"memory impairment", "Joint stiffness", "Heberden's node", "arrhythmia"} & set(names(text))
+    assert not {"memory impairment", "Joint stiffness", "Heberden's node", "arrhythmia", "blister",
+                "Cherry red spot of the macula", "Red eye"} & set(names(text))
 
 
 @pytest.mark.parametrize("text, expected", [

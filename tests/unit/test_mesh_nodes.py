@@ -48,6 +48,7 @@ DESCRIPTORS = {d.id: d for d in [
     desc("D020246", "Venous Thrombosis", ["C14.907.355.830.925"]),              # an HPO phenotype's name
     desc("D014008", "Tinea Pedis", ["C01.150.703.302.720.760"]),                # an HSDN symptom node already
     desc("D004216", "Distemper", ["C01.925.782.580.600.500.250", "C22.795.250"]),   # an animal disease
+    desc("D004630", "Emergencies", ["C23.550.291.781", "N06.230.100.083"]),   # C23 and a health-care tree only
     desc("D000100", "Respiratory System Abnormalities", ["C08.695"]),          # a grouping heading
     desc("D011014", "Pneumonia", ["C08.381.677"]),                              # named like a DO disease
     desc("D001924", "Brain Concussion", ["C10.228.140.199.444.250"]),          # no ancestor in the graph
@@ -71,7 +72,7 @@ def test_only_diagnoses_missing_from_the_graph_get_a_node(b):
     assert b.nodes["MESH:D014008"]["category"] == "symptom"           # the HSDN symptom is left as it is
     rep = b.report
     assert rep["mesh_nodes_skipped_finding"] == 3                      # leukocytosis, venous thrombosis, tinea pedis
-    assert rep["mesh_nodes_skipped_not_a_diagnosis"] == 2              # fever (C23), distemper (C22)
+    assert rep["mesh_nodes_skipped_not_a_diagnosis"] == 3              # fever (C23), distemper (C22), emergencies
     assert rep["mesh_nodes_skipped_category"] == 2                     # a grouping heading; Clostridium Infections
     assert rep["mesh_nodes_skipped_named_disease"] == 1                # pneumonia: DO has it by name
 
