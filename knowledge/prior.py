@@ -5,8 +5,10 @@ indirectly, and a differential that ignores them ranks Q fever above influenza. 
 cross-referenced equivalents, ``KnowledgeGraph.equivalents``):
 
 - which MedQuAD collections have pages about it (a document's focus resolved to a KG disease as the disease pages
-  do, :mod:`knowledge.disease_pages`): consumer health pages (MedlinePlus, CDC, NIHSeniorHealth), NIH institute
-  fact sheets (NIDDK, NHLBI, NINDS, CancerGov), or only the rare and genetic disease collections (GARD, GHR);
+  do, :mod:`knowledge.disease_pages`; a consumer page's title that names no disease as written is also read for
+  the diseases it names beside another or under an alias, :func:`knowledge.focus.resolve_focus`: "Diverticulosis
+  and Diverticulitis"): consumer health pages (MedlinePlus, CDC, NIHSeniorHealth), NIH institute fact sheets
+  (NIDDK, NHLBI, NINDS, CancerGov), or only the rare and genetic disease collections (GARD, GHR);
 - how many drugs are indicated for it (``treated_by`` edges, PharmacotherapyDB);
 - the size of its literature symptom profile (HSDN ``has_symptom`` edges, mined from PubMed co-occurrence);
 - whether it has an ICD-10-CM code, and the code's chapter;
@@ -34,7 +36,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-PRIOR_FORMAT = 1
+PRIOR_FORMAT = 3          # bump when the facts change (it keys the cache)
 
 CONSUMER_ORGS = ("MPlusHealthTopics", "CDC", "NIHSeniorHealth")          # MedQuAD role O: consumer web pages
 INSTITUTE_ORGS = ("NIDDK", "NHLBI", "NINDS", "CancerGov")                # NIH institutes' fact sheets
@@ -117,6 +119,7 @@ class PriorFeatures:
               version: str = "") -> PriorFeatures:
         """Facts for every KG disease from the graph, MedQuAD documents (objects or dicts with ``focus`` and
         ``organisation``) and the DO subsets (DOID -> subset names)."""
+        from .focus import resolve_focus  # noqa: PLC0415
         from .kg.normalize import normalise  # noqa: PLC0415
 
         t0 = time.perf_counter()
@@ -135,6 +138,13 @@ class PriorFeatures:
             hits = kg.lookup(shown, categories=("disease",))
             if hits:
                 orgs.setdefault(hits[0].id, set()).update(found)
+                continue
+            # a consumer page whose title names the disease beside another or with an alias ("Diverticulosis and
+            # Diverticulitis", "Polio and Post-Polio Syndrome", "Rocky Mountain Spotted Fever (RMSF)")
+            consumer = sorted(found & set(CONSUMER_ORGS))
+            if consumer:
+                for hit in resolve_focus(kg, shown, consumer[0]):
+                    orgs.setdefault(hit.id, set()).update(consumer)
         subsets = do_subsets or {}
         own: dict[str, dict[str, Any]] = {}
         for n in diseases:
