@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -397,6 +398,7 @@ class HKI:
                                   p.cardinal_strength if p.use_cardinal else 0.0)
         use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
         site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
+        regions = extraction.regions if extraction else []      # where the patient has been (travel, origin)
         use_signs = self.signs is not None and p.use_signs and p.sign_weight > 0 and "G" in p.sources
         sign_hits = self.signs.rank(presentation) if use_signs else []
         fit: dict[str, float] = {}
@@ -407,7 +409,7 @@ class HKI:
             ranked = ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
                                       also=[x.concept_id for x in proposals if x.concept_id] + site_pool
-                                      + [h.concept_id for h in sign_hits])
+                                      + [h.concept_id for h in sign_hits], regions=regions)
             candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
             fit = {c.concept_id: c.score for c in ranked}
         # the diseases of the organs under a localised pain, those that explain the other findings first
@@ -415,7 +417,7 @@ class HKI:
             age, sex = (extraction.age_years, extraction.sex) if extraction else (None, None)
             rcfg = getattr(self.ranker, "config", None)
             site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: demographic_factor(
-                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, *self._ages(d)))
+                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, *self._ages(d), regions=regions))
         else:
             site_hits = []
         page_rank: dict[str, int] = {}
@@ -436,7 +438,7 @@ class HKI:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained,
-                                    site_hits=site_hits, sign_hits=sign_hits)
+                                    site_hits=site_hits, sign_hits=sign_hits, regions=regions)
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
@@ -515,15 +517,17 @@ class HKI:
             text = _MEASUREMENT.sub(lambda m: " " * len(m.group(0)), text)
         return text
 
-    def _ages(self, did: str) -> tuple[tuple[str, ...], tuple[float | None, ...] | None]:
-        """HPO's ages of onset of a KG disease (empty when none is annotated) and its curated typical ages
-        (``(min, max)`` years from the cardinal-findings table, None when none is written)."""
+    def _ages(self, did: str) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...]]:
+        """What the demographic fit reads of a KG disease: HPO's ages of onset (empty when none is annotated), its
+        curated typical ages (``(min, max)`` years from the cardinal-findings table, None when none is written) and
+        the regions it is acquired in (the endemic-regions table; empty: anywhere)."""
         graph = getattr(self.kg, "graph", None)
         if graph is None or did not in graph:
-            return (), None
+            return (), None, ()
         attrs = graph.nodes[did]
         ages = attrs.get("typical_age")
-        return tuple(attrs.get("onset") or ()), (tuple(ages) if ages else None)
+        return (tuple(attrs.get("onset") or ()), (tuple(ages) if ages else None),
+                tuple(attrs.get("endemic_regions") or ()))
 
     def _disease_of(self, focus: str) -> str | None:
         """The KG disease a reference document is about (its focus), if the name resolves."""
@@ -540,7 +544,7 @@ class HKI:
               page_rank: dict[str, int] | None = None, page_weight: float = 1.0,
               proposals: list[ProposedDiagnosis] | None = None,
               explained: dict[str, Candidate] | None = None, site_hits: list | None = None,
-              sign_hits: list | None = None) -> list[Candidate]:
+              sign_hits: list | None = None, regions: Sequence[str] = ()) -> list[Candidate]:
         """Reciprocal-rank fusion of up to six rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
         them) matches the presentation best (BM25), the diseases of the organs under a localised pain
@@ -617,7 +621,7 @@ class HKI:
         for c in candidates:
             score, why, origins, ranks = parts(c.concept_id)
             # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
-            score *= demographic_factor(c.name, age, sex, rcfg, *self._ages(c.concept_id))
+            score *= demographic_factor(c.name, age, sex, rcfg, *self._ages(c.concept_id), regions=regions)
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks, c.supporting)}))
@@ -637,7 +641,7 @@ class HKI:
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
-                                        *self._ages(did))
+                                        *self._ages(did), regions=regions)
             known = explained.get(did)
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={

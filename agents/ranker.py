@@ -64,7 +64,9 @@ scored as that DO disease (its triples still cite the original node).
 **Demographics** are soft: with ``sex`` given, diseases named after an organ of the other sex are multiplied by
 ``sex_mismatch``; with ``age >= 18``, diseases named neonatal/newborn/infant(ile)/infancy/childhood/juvenile/congenital by
 ``age_mismatch``, and so is a disease whose curated typical age (the cardinal-findings table's ``typical_age``:
-Kawasaki disease up to 10, polymyalgia rheumatica from 50) leaves the patient's age out.
+Kawasaki disease up to 16, polymyalgia rheumatica from 50) leaves the patient's age out. **Place** is soft too: a
+geographically restricted disease (``knowledge/kg/endemic_regions.yaml``) is multiplied by ``region_mismatch`` when
+the patient has been only in regions where it is not acquired.
 """
 from __future__ import annotations
 
@@ -120,6 +122,7 @@ class RankerConfig:
     propagate_pool: int = 500              # only the best-supported candidates lend evidence to their parents
     sex_mismatch: float = 0.05
     age_mismatch: float = 0.3
+    region_mismatch: float = 0.3           # a restricted disease not acquired where the patient has been
 
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
@@ -226,6 +229,7 @@ class _KGIndex:
         self.names = {n: str(nodes[n].get("name") or n) for n in self.category}
         self.onset = {n: tuple(a["onset"]) for n, a in g.nodes(data=True) if a.get("onset")}
         self.typical_age = {n: tuple(a["typical_age"]) for n, a in g.nodes(data=True) if a.get("typical_age")}
+        self.endemic = {n: tuple(a["endemic_regions"]) for n, a in g.nodes(data=True) if a.get("endemic_regions")}
         self._profiles: dict[tuple[str, bool], dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = {}
         self._idf: dict[str, float] = {}
         self._desc: dict[str, int] = {}
@@ -348,7 +352,7 @@ _INDEX_LOCK = threading.Lock()
 
 
 _DERIVED = ("category", "children", "parents", "xref", "canon", "by_finding", "common", "curated", "mass", "n_ann",
-            "n_diseases", "names", "onset", "typical_age")
+            "n_diseases", "names", "onset", "typical_age", "endemic")
 
 
 def _cache_path(kg: Any, cfg: RankerConfig):
@@ -449,14 +453,24 @@ def outside_typical_age(age: float | None, typical_age: Sequence[float | None] |
     return (lo is not None and age < lo) or (hi is not None and age > hi)
 
 
+def outside_endemic_regions(regions: Iterable[str] | None, endemic: Iterable[str] | None) -> bool:
+    """True when the patient has been only in regions (known, non-empty) where a geographically restricted disease
+    (``endemic``: the regions it is acquired in) is not acquired."""
+    been, where = set(regions or ()), set(endemic or ())
+    return bool(been) and bool(where) and not (been & where)
+
+
 def demographic_factor(name: str, age: float | None, sex: str | None, cfg: RankerConfig | None = None,
                        onset: Iterable[str] | None = None,
-                       typical_age: Sequence[float | None] | None = None) -> float:
+                       typical_age: Sequence[float | None] | None = None,
+                       endemic: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> float:
     """A soft penalty for a disease whose name ties it to the other sex (prostate, ovary, pregnancy ...) or whose
     age does not fit the patient: for an adult, a disease of infancy/childhood by its name or by HPO's ages of onset
     when every one annotated is infancy or earlier (biliary atresia); for anyone, a disease whose curated typical age
-    (``typical_age``, years) leaves the patient out (Kawasaki disease at 25, polymyalgia rheumatica at 30).
-    ``sex_mismatch`` / ``age_mismatch`` of the ranker's config (the age penalty once), else 1."""
+    (``typical_age``, years) leaves the patient out (Kawasaki disease at 25, polymyalgia rheumatica at 30); and a
+    geographically restricted disease (``endemic``: the regions it is acquired in) when the patient has been only
+    in other ``regions`` (Ebola virus disease for a traveller back from Thailand). ``sex_mismatch`` /
+    ``age_mismatch`` / ``region_mismatch`` of the ranker's config (each once), else 1."""
     cfg = cfg or RankerConfig()
     factor = 1.0
     if (sex == "male" and _FEMALE_ONLY.search(name)) or (sex == "female" and _MALE_ONLY.search(name)):
@@ -465,6 +479,8 @@ def demographic_factor(name: str, age: float | None, sex: str | None, cfg: Ranke
     if (age is not None and age >= 18 and (_PEDIATRIC.search(name) or (onsets and onsets <= EARLY_ONSETS))) \
             or outside_typical_age(age, typical_age):
         factor *= cfg.age_mismatch
+    if outside_endemic_regions(regions, endemic):
+        factor *= cfg.region_mismatch
     return factor
 
 
@@ -502,13 +518,16 @@ class KGRanker:
         return out
 
     def rank(self, findings: list[Entity], negated: list[Entity] | None = None, k: int = 10,
-             age: float | None = None, sex: str | None = None, also: Iterable[str] = ()) -> list[Candidate]:
+             age: float | None = None, sex: str | None = None, also: Iterable[str] = (),
+             regions: Iterable[str] = ()) -> list[Candidate]:
         """Top-``k`` diseases for the positive ``findings`` (entities with a ``concept_id``), lowered by the
         ``negated`` ones. Entities without a concept id, or with an id the KG does not know, are ignored; a
         positive finding that is itself a disease is matched to that disease. ``[]`` when nothing matches.
         The diseases in ``also`` (e.g. proposed by a language model) follow the top ``k`` in score order when they
-        match any finding but rank lower (their explanation is what retrieval tests them with)."""
+        match any finding but rank lower (their explanation is what retrieval tests them with). ``regions``: the
+        world regions the patient has been in (:attr:`Extraction.regions`), for the place fit."""
         cfg = self.config
+        regions = tuple(regions or ())
         idx = self.index
         cat = idx.category
         pos = [c for c in self._ids(findings) if c in cat]
@@ -616,7 +635,7 @@ class KGRanker:
                 if m is not None:
                     score *= 1.0 - cfg.negation_mu * m[0]
             score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d),
-                                        idx.typical_age.get(d))
+                                        idx.typical_age.get(d), idx.endemic.get(d), regions)
             if score > 0:
                 scored.append((score, d))
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))

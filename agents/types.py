@@ -47,6 +47,16 @@ class Duration(BaseModel):
     days: float
 
 
+class Place(BaseModel):
+    """A place the presentation says the patient has been in or comes from ("back from Thailand"), with the broad
+    world regions it lies in (``knowledge.kg.endemic.REGIONS``)."""
+
+    text: str
+    start: int = -1
+    end: int = -1
+    regions: list[str] = Field(default_factory=list)
+
+
 class Extraction(BaseModel):
     """MEE output."""
 
@@ -54,7 +64,13 @@ class Extraction(BaseModel):
     age_years: float | None = None
     sex: Literal["female", "male"] | None = None
     durations: list[Duration] = Field(default_factory=list)
+    places: list[Place] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def regions(self) -> list[str]:
+        """The world regions of every place the patient has been in or comes from (sorted; [] when none is said)."""
+        return sorted({r for p in self.places for r in p.regions})
 
     def positive(self) -> list[Entity]:
         """Positive clinical entities, past history included (see :attr:`Entity.positive`)."""

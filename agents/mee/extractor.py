@@ -57,6 +57,7 @@ from .demographics import find_age_sex, find_durations
 from .findings import Finding, mask, resolve_overlaps
 from .labs import find_lab_phrases, lab_finding, read_lab_values
 from .lay import find_lay_phrases
+from .travel import find_places
 from .lexicon import (
     ABBREVIATION_CATEGORY,
     CATEGORY_MAP,
@@ -328,7 +329,7 @@ class MEE:
         if self.linker_error:
             warnings.append(self.linker_error)
         return Extraction(entities=_dedupe(entities), age_years=age, sex=sex, durations=durations,
-                          warnings=warnings)
+                          places=find_places(text), warnings=warnings)
 
     def _rule_spans(self, doc, info: dict, demo_spans: list[tuple[int, int]],
                     findings: Sequence[Finding] = ()) -> list:

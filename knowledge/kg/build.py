@@ -28,22 +28,23 @@ import networkx as nx
 
 from .. import paths
 from .. import sources as sources_mod
-from . import cardinal, parsers, vocab
+from . import cardinal, endemic, parsers, vocab
 from .normalize import normalise, uninvert
 
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-12"
+BUILDER_VERSION = "kg-13"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
-                   "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, *vocab.VOCAB_SOURCES)
+                   "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES)
 OPTIONAL_SOURCES = ("ddxplus-conditions", "ddxplus-evidences")
 # sources that ship with this code rather than being fetched: id -> (file, license)
 LOCAL_SOURCES = {
     "kg-abbreviations": (Path(__file__).with_name("abbreviations.tsv"),
                          "Apache-2.0 (ClinicalRAG; curated from common clinical usage)"),
     cardinal.SOURCE: (cardinal.PATH, cardinal.LICENSE),
+    endemic.SOURCE: (endemic.PATH, endemic.LICENSE),
 }
 CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
 
@@ -660,6 +661,21 @@ def ingest_cardinal_findings(b: _Builder, path: Path) -> None:
             rep["cardinal_on_existing_edges" if existing else "cardinal_edges_added"] += 1
 
 
+def ingest_endemic_regions(b: _Builder, path: Path) -> None:
+    """Where geographically restricted diseases are acquired (:mod:`.endemic`): the disease node's
+    ``endemic_regions`` (sorted region keys) and ``endemic_reference`` (the citation). A disease the graph does not
+    have is counted and skipped (the tests require none)."""
+    b.step("where geographically restricted diseases are acquired (curated)")
+    for entry in endemic.read(path):
+        d = b.do_id(entry.disease_id)
+        if d is None:
+            b.report["endemic_unknown_disease"] += 1
+            continue
+        b.nodes[d]["endemic_regions"] = list(entry.regions)
+        b.nodes[d]["endemic_reference"] = entry.reference
+        b.report["endemic_diseases"] += 1
+
+
 def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.MultiDiGraph, dict]:
     """Assemble the graph from located source files (``{source_id: path}``). Returns the graph and a report
     of what was read, merged and dropped. The order of the steps matters: later sources are mapped onto the
@@ -699,6 +715,8 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
     if cardinal.SOURCE in located:
         # after the vocabularies: an entry may name a disease added from MeSH
         ingest_cardinal_findings(b, located[cardinal.SOURCE])
+    if endemic.SOURCE in located:
+        ingest_endemic_regions(b, located[endemic.SOURCE])
     if "ddxplus-conditions" in located:
         ingest_ddxplus(b, located["ddxplus-conditions"], located.get("ddxplus-evidences"))
 

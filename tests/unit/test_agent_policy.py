@@ -99,6 +99,13 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
     assert demographic_factor("polymyalgia rheumatica", None, None, cfg, typical_age=(50.0, None)) == 1.0
     assert demographic_factor("juvenile idiopathic arthritis", 40, None, cfg,
                               typical_age=(None, 16.0)) == cfg.age_mismatch
+    # a restricted disease weighs down only when the patient has been only where it is not acquired
+    assert demographic_factor("Ebola virus disease", 25, "male", cfg, endemic=("africa",),
+                              regions=["asia"]) == cfg.region_mismatch
+    assert demographic_factor("Ebola virus disease", 25, "male", cfg, endemic=("africa",),
+                              regions=["asia", "africa"]) == 1.0
+    assert demographic_factor("Ebola virus disease", 25, "male", cfg, endemic=("africa",), regions=[]) == 1.0
+    assert demographic_factor("influenza", 25, "male", cfg, endemic=(), regions=["asia"]) == 1.0
 
 
 def test_fusion_keeps_the_age_and_sex_penalty_of_ranked_candidates():
