@@ -286,6 +286,8 @@ class MEE:
                 continue
             if _in_section_title(ent):
                 continue                        # "Allergies:" is a header, not an allergy
+            if _misread(doc, ent):
+                continue                        # "eyes opening to pain", "a pale, white retina"
             flags = dict(context_flags.get((ent.start, ent.end), {}))
             section = _section_of(doc, ent, section_attrs, flags)
             family = flags.get("is_family", False)
@@ -590,6 +592,33 @@ def _is_the_exception(doc, ent) -> bool:
 def _context_flags(ent) -> dict[str, bool]:
     return {name: bool(getattr(ent._, name, False))
             for name in ("is_negated", "is_historical", "is_family", "is_hypothetical", "is_uncertain")}
+
+
+# Words that are no finding of the patient where they stand: the stimulus of a coma-scale response ("eyes opening
+# to pain", "withdraws from pain"), a drug's purpose ("for pain control") and the colour of an organ seen at fundoscopy ("a pale, white retina" is no pallor
+# of the skin; "pale optic disc" is its own finding and is read as one)
+_MISREADS: tuple[tuple[frozenset[str], re.Pattern | None, re.Pattern | None], ...] = (
+    (frozenset({"pain", "painful stimuli", "painful stimulus"}),
+     re.compile(r"\b(?:open(?:s|ing)?|respon(?:ds?|ding|sive)|react(?:s|ing)?|withdraw(?:s|ing|al)?|"
+                r"locali[sz](?:es|ing)?|grimac(?:es|ing))\s+(?:only\s+)?(?:to|from)\s+$", re.I), None),
+    (frozenset({"pain"}), None,                 # "acetaminophen for pain control": a purpose, not a complaint
+     re.compile(r"^\s+(?:control|relief|management|medications?|medicines?|killers?|relievers?)\b", re.I)),
+    (frozenset({"pale", "pallor"}), None,
+     re.compile(r"^\s*,?\s*(?:(?:and\s+)?white\s*,?\s+)?(?:retina|retinal|fundus|fundi)\b", re.I)),
+)
+
+
+def _misread(doc, ent) -> bool:
+    """The mention is a word that is no finding where it stands (:data:`_MISREADS`)."""
+    said = ent.text.lower()
+    for words, before, after in _MISREADS:
+        if said not in words:
+            continue
+        if before is not None and before.search(doc.text[max(0, ent.start_char - 40):ent.start_char]):
+            return True
+        if after is not None and after.search(doc.text[ent.end_char:ent.end_char + 40]):
+            return True
+    return False
 
 
 def _in_section_title(ent) -> bool:

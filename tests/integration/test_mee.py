@@ -174,6 +174,17 @@ def test_the_exception_to_a_denial_is_present(mee):
     assert by_text(ex, "fever").negated
 
 
+def test_words_that_are_no_finding_where_they_stand(mee):
+    """A coma-scale stimulus, a drug's purpose and the colour of the retina are no pain and no pallor; pale
+    conjunctivae are pallor."""
+    ex = mee.extract("Eyes opening to pain. He takes acetaminophen for pain control. Fundoscopy shows a pale, white "
+                     "retina.")
+    assert not [e for e in ex.entities if e.concept_name in ("pain", "pallor")], ex.entities
+    ex = mee.extract("She has pain in her knee. Her conjunctivae are pale.")
+    assert {e.concept_name for e in ex.entities} >= {"knee pain", "pallor"} or \
+        {e.concept_name for e in ex.entities} >= {"pain", "pallor"}, ex.entities
+
+
 def test_family_history_section_and_dedupe(mee):
     text = "Cough and fever. Cough worse at night. Family history: diabetes mellitus."
     ex = mee.extract(text)

@@ -201,6 +201,8 @@ def test_a_region_without_pain_before_it_is_no_finding(text):
     ("He presents with increased inguinal pruritis.", "Pruritus"),
     ("A pale, white retina with a bright red area within the macula.", "Cherry red spot of the macula"),
     ("Fundoscopy shows a cherry-red spot.", "Cherry red spot of the macula"),
+    ("Her conjunctivae are pale.", "pallor"),
+    ("Examination shows conjunctival pallor.", "pallor"),
 ])
 
 def test_exam_vignette_wording(text, name):
