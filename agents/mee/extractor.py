@@ -595,8 +595,8 @@ def _context_flags(ent) -> dict[str, bool]:
 
 
 # Words that are no finding of the patient where they stand: the stimulus of a coma-scale response ("eyes opening
-# to pain", "withdraws from pain"), a drug's purpose ("for pain control") and the colour of an organ seen at fundoscopy ("a pale, white retina" is no pallor
-# of the skin; "pale optic disc" is its own finding and is read as one)
+# to pain", "withdraws from pain"), a drug's purpose ("for pain control") and the colour of an organ seen at
+# fundoscopy ("a pale, white retina" is no pallor of the skin; "pale optic disc" is its own finding, read as one)
 _MISREADS: tuple[tuple[frozenset[str], re.Pattern | None, re.Pattern | None], ...] = (
     (frozenset({"pain", "painful stimuli", "painful stimulus"}),
      re.compile(r"\b(?:open(?:s|ing)?|respon(?:ds?|ding|sive)|react(?:s|ing)?|withdraw(?:s|ing|al)?|"
