@@ -89,20 +89,27 @@ def _ref(raw: object, where: str) -> Ref:
     return Ref(cid, name)
 
 
+def read_table(path: Path, version: int, error: type[ValueError]) -> tuple[dict, dict, list]:
+    """A curated table's YAML (this one, :mod:`.endemic`): the whole mapping, its ``references`` and its
+    ``diseases`` rows, or ``error`` naming the file when it cannot be read, has another ``version`` or lacks them."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise error(f"{path.name}: cannot read it: {exc}") from exc
+    if not isinstance(data, dict) or data.get("version") != version:
+        raise error(f"{path.name}: needs 'version: {version}', 'references' and 'diseases'")
+    refs, rows = data.get("references"), data.get("diseases")
+    if not isinstance(refs, dict) or not refs or not isinstance(rows, list):
+        raise error(f"{path.name}: 'references' must map keys to citations and 'diseases' be a list")
+    return data, refs, rows
+
+
 def read(path: Path | str = PATH) -> list[CardinalEntry]:
     """The entries of a cardinal-findings file; :class:`CardinalFormatError` naming the file (and the entry) when it
     cannot be read or breaks the format: unknown keys, a reference key not defined, a disease twice, a finding twice
     in one entry, fewer than 2 or more than 10 findings, a typical age that is not a range of years."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CardinalFormatError(f"{path.name}: cannot read it: {exc}") from exc
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
-        raise CardinalFormatError(f"{path.name}: needs 'version: {FORMAT_VERSION}', 'references' and 'diseases'")
-    refs, rows = data.get("references"), data.get("diseases")
-    if not isinstance(refs, dict) or not refs or not isinstance(rows, list):
-        raise CardinalFormatError(f"{path.name}: 'references' must map keys to citations and 'diseases' be a list")
+    _, refs, rows = read_table(path, FORMAT_VERSION, CardinalFormatError)
     out: list[CardinalEntry] = []
     seen: set[str] = set()
     for i, row in enumerate(rows, start=1):
@@ -132,4 +139,5 @@ def read(path: Path | str = PATH) -> list[CardinalEntry]:
     return out
 
 
-__all__ = ["SOURCE", "PATH", "LICENSE", "FORMAT_VERSION", "CardinalFormatError", "Ref", "CardinalEntry", "read"]
+__all__ = ["SOURCE", "PATH", "LICENSE", "FORMAT_VERSION", "CardinalFormatError", "Ref", "CardinalEntry", "read",
+           "read_table"]

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from .cardinal import read_table
 
 SOURCE = "kg-endemic"
 PATH = Path(__file__).with_name("endemic_regions.yaml")
@@ -57,18 +57,9 @@ def read(path: Path | str = PATH) -> list[EndemicEntry]:
     cannot be read or breaks the format: unknown keys, a region outside :data:`REGIONS` (the file's ``regions``
     must list exactly those), an undefined reference, a disease twice, no region or every region."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise EndemicFormatError(f"{path.name}: cannot read it: {exc}") from exc
-    if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
-        raise EndemicFormatError(f"{path.name}: needs 'version: {FORMAT_VERSION}', 'regions', 'references' and "
-                                 f"'diseases'")
+    data, refs, rows = read_table(path, FORMAT_VERSION, EndemicFormatError)
     if tuple(data.get("regions") or ()) != REGIONS:
         raise EndemicFormatError(f"{path.name}: 'regions' must be exactly {list(REGIONS)}")
-    refs, rows = data.get("references"), data.get("diseases")
-    if not isinstance(refs, dict) or not refs or not isinstance(rows, list):
-        raise EndemicFormatError(f"{path.name}: 'references' must map keys to citations and 'diseases' be a list")
     out: list[EndemicEntry] = []
     seen: set[str] = set()
     for i, row in enumerate(rows, start=1):
