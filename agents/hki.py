@@ -417,7 +417,7 @@ class HKI:
             age, sex = (extraction.age_years, extraction.sex) if extraction else (None, None)
             rcfg = getattr(self.ranker, "config", None)
             site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: demographic_factor(
-                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, *self._ages(d), regions=regions))
+                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, *self._fit_facts(d), regions=regions))
         else:
             site_hits = []
         page_rank: dict[str, int] = {}
@@ -517,7 +517,7 @@ class HKI:
             text = _MEASUREMENT.sub(lambda m: " " * len(m.group(0)), text)
         return text
 
-    def _ages(self, did: str) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...]]:
+    def _fit_facts(self, did: str) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...]]:
         """What the demographic fit reads of a KG disease: HPO's ages of onset (empty when none is annotated), its
         curated typical ages (``(min, max)`` years from the cardinal-findings table, None when none is written) and
         the regions it is acquired in (the endemic-regions table; empty: anywhere)."""
@@ -621,7 +621,7 @@ class HKI:
         for c in candidates:
             score, why, origins, ranks = parts(c.concept_id)
             # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
-            score *= demographic_factor(c.name, age, sex, rcfg, *self._ages(c.concept_id), regions=regions)
+            score *= demographic_factor(c.name, age, sex, rcfg, *self._fit_facts(c.concept_id), regions=regions)
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks, c.supporting)}))
@@ -641,7 +641,7 @@ class HKI:
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
-                                        *self._ages(did), regions=regions)
+                                        *self._fit_facts(did), regions=regions)
             known = explained.get(did)
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={

@@ -80,14 +80,8 @@ def subtree_size(cid: str, children: Callable[[str], Iterable[str]], category: C
     return len(seen)
 
 
-def _in_disease_trees(tree_number: str) -> bool:
-    """Under MeSH's disease trees (C, and F03 for mental disorders), as :data:`parsers.MESH_DISEASE_TREES`."""
-    return any(tree_number == p or tree_number.startswith(p + ".") or (len(p) == 1 and tree_number.startswith(p))
-               for p in parsers.MESH_DISEASE_TREES)
-
-
 def _excluded(tree_number: str, branches: Iterable[str] = EXCLUDED_BRANCHES) -> bool:
-    return any(tree_number == b or tree_number.startswith(b + ".") for b in branches)
+    return parsers.under_trees(tree_number, branches)
 
 
 # a heading that groups diseases ("Respiratory System Abnormalities", "Agricultural Workers' Diseases",
@@ -147,7 +141,8 @@ def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str
             unmapped.append(d)
     chosen: dict[str, parsers.MeshDescriptor] = {}
     for d in unmapped:
-        if (not any(_in_disease_trees(t) and not _excluded(t) for t in d.tree_numbers)
+        if (not any(parsers.under_trees(t, parsers.MESH_DISEASE_TREES) and not _excluded(t)
+                    for t in d.tree_numbers)
                 or any(_excluded(t, ANIMAL_BRANCHES) for t in d.tree_numbers)):
             rep["mesh_nodes_skipped_not_a_diagnosis"] += 1
             continue

@@ -508,6 +508,13 @@ class MeshDescriptor:
 MESH_DISEASE_TREES = ("C", "F03")     # Diseases; Mental Disorders
 
 
+def under_trees(tree_number: str, prefixes: Iterable[str]) -> bool:
+    """A MeSH tree number lies under one of ``prefixes``: a letter is a whole tree ("C"), anything longer a branch
+    ("F03", "C04.619": the number itself or below it)."""
+    return any(tree_number == p or tree_number.startswith(p + ".") or (len(p) == 1 and tree_number.startswith(p))
+               for p in prefixes)
+
+
 def read_mesh(thesaurus: Path, trees: Path, tree_prefixes: Iterable[str] | None = MESH_DISEASE_TREES
               ) -> dict[str, MeshDescriptor]:
     """MeSH descriptors with their tree numbers and entry terms, from the two R data frames
@@ -521,9 +528,7 @@ def read_mesh(thesaurus: Path, trees: Path, tree_prefixes: Iterable[str] | None 
         if ui and loc:
             tree_numbers[ui].append(loc)
     keep = None if prefixes is None else {
-        ui for ui, locs in tree_numbers.items()
-        if any(loc == p or loc.startswith(p + ".") or (len(p) == 1 and loc.startswith(p)) for loc in locs
-               for p in prefixes)}
+        ui for ui, locs in tree_numbers.items() if any(under_trees(loc, prefixes) for loc in locs)}
     th = rds.read_data_frame(thesaurus, ["DescriptorUI", "ConceptUI", "TermName", "LexicalTag", "IsPermutedTermYN",
                                          "RecordPreferredTermYN"])
     rows = [r for r in zip(th["DescriptorUI"], th["ConceptUI"], th["TermName"], th["LexicalTag"],
