@@ -57,8 +57,8 @@ children's per-finding strengths times ``propagate_discount`` (max with its own)
 so "psoriasis", which has no annotation of its own, is assembled from "psoriasis 1..15", and "pneumonia" can beat a
 narrow subtype when the findings are generic.
 
-**Same disease, several nodes.** HPO diseases without a DO cross-reference are their own nodes (ORPHA:558 "Marfan
-syndrome" next to DOID:14323); a non-DO disease whose name (or exact synonym) normalises to exactly one DO disease is
+**Same disease, several nodes.** HPO diseases that neither a DO cross-reference nor a Mondo exact match ties to a DO
+disease are their own nodes (OMIM:615619 "CHOLANGIOCARCINOMA" next to DOID:4947); a non-DO disease whose name (or exact synonym) normalises to exactly one DO disease is
 scored as that DO disease (its triples still cite the original node).
 
 **Demographics** are soft: with ``sex`` given, diseases named after an organ of the other sex are multiplied by

@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import networkx as nx
@@ -29,23 +29,17 @@ import networkx as nx
 from .. import paths
 from .. import sources as sources_mod
 from . import cardinal, endemic, parsers, vocab
+from .builder import LOCAL_SOURCES, Builder, name_index
 from .normalize import normalise, uninvert
 
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-13"
+BUILDER_VERSION = "kg-14"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES)
 OPTIONAL_SOURCES = ("ddxplus-conditions", "ddxplus-evidences")
-# sources that ship with this code rather than being fetched: id -> (file, license)
-LOCAL_SOURCES = {
-    "kg-abbreviations": (Path(__file__).with_name("abbreviations.tsv"),
-                         "Apache-2.0 (ClinicalRAG; curated from common clinical usage)"),
-    cardinal.SOURCE: (cardinal.PATH, cardinal.LICENSE),
-    endemic.SOURCE: (endemic.PATH, endemic.LICENSE),
-}
 CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
 
 # relation -> (verb phrase used in text, description)
@@ -154,107 +148,6 @@ def compute_version(located: dict[str, Path]) -> str:
 
 
 # ---------------------------------------------------------------- graph assembly
-class _Builder:
-    def __init__(self) -> None:
-        self.nodes: dict[str, dict] = {}
-        self.edges: dict[tuple[str, str, str], dict] = {}
-        self.report: dict[str, int] = defaultdict(int)
-        self._strings: dict[str, str] = {}
-        self.licenses = {sid: s.license for sid, s in sources_mod.CATALOG.items()}
-        self.licenses.update({sid: lic for sid, (_, lic) in LOCAL_SOURCES.items()})
-        self.step: Callable[[str], None] = log.info        # progress messages of the ingest steps
-        self.do_obo: dict[str, parsers.Term] = {}            # DO 2016 OBO terms (when that source is read)
-        self.do_redirect: dict[str, str] = {}                # old/alternative/obsolete DO id -> current id
-        self.symp_redirect: dict[str, str] = {}              # alternative/obsolete SYMP id -> current id
-
-    def do_id(self, raw: str) -> str | None:
-        """The current DO disease id for an id as written by a source (None when unknown)."""
-        raw = raw.strip()
-        if raw in self.nodes and self.nodes[raw]["category"] == "disease":
-            return raw
-        r = self.do_redirect.get(raw)
-        if r is not None:
-            self.report["do_ids_redirected"] += 1
-            return r
-        return None
-
-    def symp_id(self, raw: str) -> str | None:
-        """The current Symptom Ontology id for an id as written by a source (None when unknown)."""
-        if raw in self.nodes and self.nodes[raw]["category"] == "symptom":
-            return raw
-        r = self.symp_redirect.get(raw)
-        return r if r in self.nodes else None
-
-    def s(self, text: str) -> str:
-        """Intern repeated strings (sources, licenses, relations) so the pickle stores them once."""
-        return self._strings.setdefault(text, text)
-
-    def node(self, nid: str, category: str, source: str, name: str | None = None,
-             definition: str | None = None) -> dict:
-        attrs = self.nodes.get(nid)
-        if attrs is None:
-            attrs = {"name": name or nid, "category": self.s(category), "synonyms": [], "synonym_scopes": [],
-                     "synonym_sources": [], "definition": definition or None, "xrefs": {},
-                     "sources": [self.s(source)]}
-            self.nodes[nid] = attrs
-        else:
-            if source not in attrs["sources"]:
-                attrs["sources"].append(self.s(source))
-            if name and attrs["name"] == nid:
-                attrs["name"] = name
-            if definition and not attrs["definition"]:
-                attrs["definition"] = definition
-        return attrs
-
-    def add_synonym(self, attrs: dict, text: str, scope: str, source: str) -> None:
-        """Append a synonym with its scope and the id of the source that gives it (a repeat is ignored)."""
-        text = text.strip()
-        if not text or text == attrs["name"] or text in attrs["synonyms"]:
-            return
-        attrs["synonyms"].append(text)
-        attrs["synonym_scopes"].append(self.s(scope))
-        attrs.setdefault("synonym_sources", []).append(self.s(source))
-
-    def add_xref(self, attrs: dict, prefix: str, local: str) -> None:
-        vals = attrs["xrefs"].setdefault(self.s(prefix), [])
-        if local not in vals:
-            vals.append(local)
-
-    def edge(self, u: str, rel: str, v: str, source: str, **attrs) -> None:
-        if u == v:
-            return
-        key = (u, rel, v)
-        cur = self.edges.get(key)
-        if cur is None:
-            cur = {"relation": self.s(rel), "source": self.s(source), "license": self.s(self.licenses[source])}
-            cur.update({k: (self.s(x) if isinstance(x, str) else x) for k, x in attrs.items() if x is not None})
-            self.edges[key] = cur
-            return
-        # the same fact from another source: keep the first source as primary, list all
-        if cur["source"] != source:
-            extra = cur.setdefault("also_sources", [])
-            if source not in extra:
-                extra.append(self.s(source))
-        for k, x in attrs.items():
-            if x is None:
-                continue
-            if k == "frequency" and cur.get(k) is not None:
-                cur[k] = max(cur[k], x)
-            elif k not in cur:
-                cur[k] = self.s(x) if isinstance(x, str) else x
-
-    def edge_list(self) -> list[tuple[str, str, str, dict]]:
-        """``(u, v, relation, attrs)``; equal attribute dicts are shared (most edges of a relation and source
-        carry the same attributes), which keeps the graph small in memory and fast to (un)pickle."""
-        shared: dict[tuple, dict] = {}
-        out = []
-        for (u, rel, v), a in self.edges.items():
-            key = tuple(sorted((k, tuple(x) if isinstance(x, list) else x) for k, x in a.items()))
-            out.append((u, v, rel, shared.setdefault(key, a)))
-        self.report["distinct_edge_attribute_sets"] = len(shared)
-        return out
-
-
 def _add_term(b, tid: str, t, category: str, source: str):
     """A node for an ontology term (symptom or phenotype) with its synonyms and cross-references."""
     a = b.node(tid, category, source, name=t.name, definition=t.definition)
@@ -297,23 +190,10 @@ def _link_phenotype_equivalents(b, hp_names: dict[str, set[str]], category: str,
     return pairs
 
 
-def _name_index(nodes: dict[str, dict], category: str, scopes=("EXACT",)) -> dict[str, set[str]]:
-    idx: dict[str, set[str]] = defaultdict(set)
-    for nid, a in nodes.items():
-        if a["category"] != category:
-            continue
-        idx[normalise(a["name"])].add(nid)
-        for syn, scope in zip(a["synonyms"], a["synonym_scopes"]):
-            if scope in scopes:
-                idx[normalise(syn)].add(nid)
-    idx.pop("", None)
-    return idx
-
-
 # ---------------------------------------------------------------- one ingest function per source
-def ingest_disease_ontology(b: _Builder, humando: Path, obo_2016: Path | None) -> None:
+def ingest_disease_ontology(b: Builder, humando: Path, obo_2016: Path | None) -> None:
     """DO backbone (``do-humando``, HumanDO.tsv): diseases and is_a edges; with the 2016 OBO (``do-obo-2016``):
-    synonyms, definitions and the map of old/alternative/obsolete ids to current ones (:meth:`_Builder.do_id`)."""
+    synonyms, definitions and the map of old/alternative/obsolete ids to current ones (:meth:`Builder.do_id`)."""
     rep = b.report
     b.step("Disease Ontology terms (HumanDO.tsv)")
     labels, parent_labels = parsers.read_humando(humando)
@@ -361,7 +241,7 @@ def ingest_disease_ontology(b: _Builder, humando: Path, obo_2016: Path | None) -
     rep["do_redirects"] = len(redirect)
 
 
-def ingest_do_facets(b: _Builder, path: Path) -> None:
+def ingest_do_facets(b: Builder, path: Path) -> None:
     """Current DO definitions (they win over the 2016 ones) and the anatomy facet (located_in edges)."""
     b.step("DO facets: definitions, anatomy")
     definitions, anatomy, anatomy_names = parsers.read_do_facets(path)
@@ -381,7 +261,7 @@ def ingest_do_facets(b: _Builder, path: Path) -> None:
             b.edge(doid, "located_in", uid, "do-facets")
 
 
-def ingest_do_xrefs(b: _Builder, path: Path | None) -> None:
+def ingest_do_xrefs(b: Builder, path: Path | None) -> None:
     """Cross-references of DO diseases (OMIM, ORPHA, ICD-10, UMLS, ...); without the ``do-xrefs`` file
     (``path`` None) the 2016 OBO's xrefs are used."""
     if path is not None:
@@ -402,8 +282,8 @@ def ingest_do_xrefs(b: _Builder, path: Path | None) -> None:
                     b.add_xref(b.nodes[doid], *px)
 
 
-def ingest_symptom_ontology(b: _Builder, path: Path) -> None:
-    """Symptom Ontology terms and is_a edges; alternative/obsolete ids go to :meth:`_Builder.symp_id`."""
+def ingest_symptom_ontology(b: Builder, path: Path) -> None:
+    """Symptom Ontology terms and is_a edges; alternative/obsolete ids go to :meth:`Builder.symp_id`."""
     b.step("Symptom Ontology")
     symp = parsers.read_symp_owl(path)
     redirect = b.symp_redirect
@@ -426,7 +306,7 @@ def ingest_symptom_ontology(b: _Builder, path: Path) -> None:
                     b.edge(t.id, "is_a", p, "do-symp")
 
 
-def ingest_disease_symptom(b: _Builder, path: Path, symptom_ontology_loaded: bool) -> None:
+def ingest_disease_symptom(b: Builder, path: Path, symptom_ontology_loaded: bool) -> None:
     """DO disease -> symptom edges. Without the Symptom Ontology the symptoms get nodes from this file."""
     rep = b.report
     b.step("DO disease -> symptom edges")
@@ -445,9 +325,11 @@ def ingest_disease_symptom(b: _Builder, path: Path, symptom_ontology_loaded: boo
         b.edge(d, "has_symptom", s, "do-disease-symptom")
 
 
-def ingest_hpo(b: _Builder, folder: Path) -> None:
+def ingest_hpo(b: Builder, folder: Path, orphanet_do: dict[str, set[str]] | None = None) -> None:
     """HPO phenotypes under "Phenotypic abnormality" (hp.obo) and disease annotations (phenotype.hpoa):
-    OMIM/ORPHA diseases merge into the DO terms that cross-reference them, the others get their own node."""
+    OMIM/ORPHA diseases merge into the DO terms that cross-reference them, or, for an Orphanet disease no DO term
+    cross-references, into the DO terms Mondo matches exactly (``orphanet_do``: :func:`.vocab.orphanet_to_do`);
+    the others get their own node."""
     rep = b.report
     b.step("HPO terms (hp.obo)")
     hp = parsers.read_obo(folder / "hp.obo")
@@ -496,6 +378,10 @@ def ingest_hpo(b: _Builder, folder: Path) -> None:
     target: dict[str, list[str]] = {}
     for did, dname in names.items():
         cands = ext_to_do.get(did)
+        if not cands and orphanet_do and did in orphanet_do:
+            cands = {d for d in orphanet_do[did] if d in b.nodes}
+            if cands:
+                rep["hpo_diseases_merged_via_mondo"] += 1
         if cands:
             if len(cands) > 1:
                 # several DO terms claim the same OMIM/ORPHA id: keep the most specific ones
@@ -537,29 +423,29 @@ def ingest_hpo(b: _Builder, folder: Path) -> None:
                    evidence=ann.evidence or None, hpo_disease=ann.disease if merged_count[d] > 1 and d != ann.disease else None)
 
 
-def link_symptom_phenotypes(b: _Builder) -> None:
+def link_symptom_phenotypes(b: Builder) -> None:
     """SYMP <-> HP equivalence (same normalised label / exact synonym, or same UMLS CUI)."""
     b.step("symptom <-> phenotype equivalences")
     b.report["xref_symp_hp_pairs"] += _link_phenotype_equivalents(
-        b, _name_index(b.nodes, "phenotype"), "symptom", "SYMP:", "do-symp", exact_synonyms=True)
+        b, name_index(b.nodes, "phenotype"), "symptom", "SYMP:", "do-symp", exact_synonyms=True)
 
 
-def link_disease_phenotypes(b: _Builder) -> None:
+def link_disease_phenotypes(b: Builder) -> None:
     """DO disease <-> HP phenotype equivalence (e.g. DOID:2841 asthma ~ HP:0002099 Asthma)."""
     b.step("disease <-> phenotype equivalences")
     b.report["xref_do_hp_pairs"] += _link_phenotype_equivalents(
-        b, _name_index(b.nodes, "phenotype", scopes=()), "disease", "DOID:", "hpo", exact_synonyms=False)
+        b, name_index(b.nodes, "phenotype", scopes=()), "disease", "DOID:", "hpo", exact_synonyms=False)
 
 
-def ingest_hsdn(b: _Builder, path: Path) -> None:
+def ingest_hsdn(b: Builder, path: Path) -> None:
     """HSDN symptom-disease network: MeSH symptoms mapped onto SYMP/HP by name (own ``MESH:`` node otherwise),
     has_symptom edges weighted by TF-IDF score and co-occurrence count."""
     rep = b.report
     b.step("HSDN symptom-disease network")
-    symp_names = _name_index(b.nodes, "symptom")
-    hp_names = _name_index(b.nodes, "phenotype")
-    symp_related = _name_index(b.nodes, "symptom", scopes=("EXACT", "RELATED"))
-    hp_related = _name_index(b.nodes, "phenotype", scopes=("EXACT", "RELATED"))
+    symp_names = name_index(b.nodes, "symptom")
+    hp_names = name_index(b.nodes, "phenotype")
+    symp_related = name_index(b.nodes, "symptom", scopes=("EXACT", "RELATED"))
+    hp_related = name_index(b.nodes, "phenotype", scopes=("EXACT", "RELATED"))
     mesh_target: dict[str, str] = {}
     for row in parsers.read_hsdn(path):
         d = b.do_id(row["doid_code"])
@@ -607,7 +493,7 @@ def ingest_hsdn(b: _Builder, path: Path) -> None:
         b.edge(d, "has_symptom", sid, "hsdn", weight=weight, cooccurs=cooccurs)
 
 
-def ingest_pharmacotherapydb(b: _Builder, path: Path) -> None:
+def ingest_pharmacotherapydb(b: Builder, path: Path) -> None:
     """PharmacotherapyDB indications: treated_by edges for disease-modifying (DM) and symptomatic (SYM) drugs."""
     rep = b.report
     b.step("PharmacotherapyDB indications")
@@ -627,7 +513,7 @@ def ingest_pharmacotherapydb(b: _Builder, path: Path) -> None:
                n_curators=_int(row.get("n_curators")), n_resources=_int(row.get("n_resources")))
 
 
-def ingest_cardinal_findings(b: _Builder, path: Path) -> None:
+def ingest_cardinal_findings(b: Builder, path: Path) -> None:
     """The curated cardinal findings of common diseases (:mod:`.cardinal`): a ``has_symptom`` edge per finding with
     the textbook citation (``reference``) and the finding's place in the entry (``order``, 1 = most characteristic).
     A fact another source already states — the disease linked to the finding or to an xref-equivalent of it (HP
@@ -661,7 +547,7 @@ def ingest_cardinal_findings(b: _Builder, path: Path) -> None:
             rep["cardinal_on_existing_edges" if existing else "cardinal_edges_added"] += 1
 
 
-def ingest_endemic_regions(b: _Builder, path: Path) -> None:
+def ingest_endemic_regions(b: Builder, path: Path) -> None:
     """Where geographically restricted diseases are acquired (:mod:`.endemic`): the disease node's
     ``endemic_regions`` (sorted region keys) and ``endemic_reference`` (the citation). A disease the graph does not
     have is counted and skipped (the tests require none)."""
@@ -681,7 +567,7 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
     of what was read, merged and dropped. The order of the steps matters: later sources are mapped onto the
     nodes of earlier ones."""
     t0 = time.perf_counter()
-    b = _Builder()
+    b = Builder()
 
     def step(msg: str) -> None:
         if progress:
@@ -699,7 +585,7 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
     if "do-disease-symptom" in located:
         ingest_disease_symptom(b, located["do-disease-symptom"], symptom_ontology_loaded="do-symp" in located)
     if "hpo" in located:
-        ingest_hpo(b, located["hpo"])
+        ingest_hpo(b, located["hpo"], vocab.orphanet_to_do(b, located))
     if "do-symp" in located and "hpo" in located:
         link_symptom_phenotypes(b)
     if "hpo" in located:
@@ -761,7 +647,7 @@ def _int(x) -> int | None:
         return None
 
 
-def ingest_ddxplus(b: _Builder, conditions: Path, evidences_path: Path | None) -> None:
+def ingest_ddxplus(b: Builder, conditions: Path, evidences_path: Path | None) -> None:
     """DDXPlus conditions (optional): ``DDX:`` diseases linked to DO by name or ICD-10, with their symptoms and
     antecedents as ``DDX:`` symptom nodes."""
     b.step("DDXPlus conditions (optional)")
@@ -773,7 +659,7 @@ def ingest_ddxplus(b: _Builder, conditions: Path, evidences_path: Path | None) -
             for code in a["xrefs"].get("ICD10CM", ()):
                 icd_to_do[code.upper()].add(doid)
                 icd_category_to_do[code.upper().split(".")[0]].add(doid)
-    do_names = _name_index(b.nodes, "disease")
+    do_names = name_index(b.nodes, "disease")
     for c in conds:
         cid = f"DDX:{normalise(c['key']).replace(' ', '_')}"
         a = b.node(cid, "disease", "ddxplus-conditions", name=c["name"])

@@ -33,14 +33,21 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from . import parsers
+from .builder import ABBREVIATION, MAPPED, NARROW, Builder, name_index
 from .normalize import normalise, uninvert
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .build import _Builder
-    from .vocab import VocabularyMerge
+
+class VocabularyMerge(Protocol):
+    """What this module needs of :class:`.vocab.VocabularyMerge` (typed here so that the two modules import one
+    way only: vocab -> mesh_nodes)."""
+    bridge: Any
+    xrefs: list[tuple[str, str, str, str]]
+    definitions: dict[str, list[dict[str, str]]]
+
+    def propose(self, doid: str, names: Iterable[tuple[str, str]], source: str) -> None: ...
 
 SOURCE = "mesh-thesaurus"
 TREE_SOURCE = "mesh-trees"
@@ -96,11 +103,10 @@ def display_name(name: str) -> str:
     return uninvert(name) or name
 
 
-def _names(b: _Builder, categories: Iterable[str], scopes: tuple[str, ...]) -> set[str]:
+def _names(b: Builder, categories: Iterable[str], scopes: tuple[str, ...]) -> set[str]:
     """The normalised names and synonyms (of ``scopes``) of the builder's nodes of ``categories``."""
-    from .build import _name_index  # noqa: PLC0415 - build imports vocab, which imports this module
 
-    return {k for cat in categories for k in _name_index(b.nodes, cat, scopes)}
+    return {k for cat in categories for k in name_index(b.nodes, cat, scopes)}
 
 
 def _descendants(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, set[str]]:
@@ -119,7 +125,7 @@ def _descendants(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, se
     return below
 
 
-def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
+def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
                       mondo: dict[str, list[parsers.Mapping]] | None = None,
                       ncit_terms: dict[str, parsers.Term] | None = None) -> list[str]:
     """Add the MeSH disease descriptors DO lacks as disease nodes (see the module docstring); their names go
@@ -161,7 +167,6 @@ def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str
             continue
         chosen[d.id] = d
     # the names the new nodes may carry: not a finding's, not another disease's (the merge checks DO's own)
-    from .vocab import mesh_names  # noqa: PLC0415 - vocab imports this module at its top
 
     new_ids: list[str] = []
     for ui, d in chosen.items():
@@ -178,7 +183,7 @@ def add_mesh_diseases(b: _Builder, merge: VocabularyMerge, descriptors: dict[str
     return new_ids
 
 
-def _link_parents(b: _Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
+def _link_parents(b: Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
                   chosen: dict[str, parsers.MeshDescriptor]) -> None:
     """``is_a`` from each new node to the nearest ancestor of each of its tree numbers that the graph holds."""
     owner: dict[str, str] = {t: d.id for d in descriptors.values() for t in d.tree_numbers}
@@ -209,7 +214,7 @@ def _link_parents(b: _Builder, merge: VocabularyMerge, descriptors: dict[str, pa
         b.report["mesh_nodes_with_parent"] += bool(parents)
 
 
-def _same_concept(b: _Builder, merge: VocabularyMerge, d: parsers.MeshDescriptor) -> str | None:
+def _same_concept(b: Builder, merge: VocabularyMerge, d: parsers.MeshDescriptor) -> str | None:
     """The DO concept a MeSH descriptor is, for a parent edge: Mondo's exact match when it names one, else a DO
     cross-reference only when the concept also bears one of the descriptor's names (DO files some looser
     references as xrefs: "Bunyaviridae Infections" on Oropouche fever)."""
@@ -232,7 +237,7 @@ def _own_names(a: dict) -> set[str]:
     return {_loose(a["name"]), *(_loose(s) for s in a["synonyms"])}
 
 
-def _mondo_facts(b: _Builder, merge: VocabularyMerge, chosen: dict[str, parsers.MeshDescriptor],
+def _mondo_facts(b: Builder, merge: VocabularyMerge, chosen: dict[str, parsers.MeshDescriptor],
                  mondo: dict[str, list[parsers.Mapping]], ncit_terms: dict[str, parsers.Term]) -> None:
     """Mondo and UMLS identifiers and the NCIt definition of the new nodes, through Mondo's exact matches
     (a Mondo disease matched by exactly one new node)."""
@@ -261,3 +266,25 @@ def _mondo_facts(b: _Builder, merge: VocabularyMerge, chosen: dict[str, parsers.
                 if t is not None and t.definition and not t.obsolete:
                     merge.definitions[nid].append({"text": t.definition, "source": "ncit", "id": t.id})
                     b.report["mesh_nodes_ncit_definitions"] += 1
+
+
+def mesh_names(term: parsers.MeshTerm) -> list[tuple[str, str]]:
+    """Names from a MeSH entry term: the term (inverted headings also in natural order, ``"Asthma,
+    Bronchial"`` -> ``Bronchial Asthma``); permuted variants only in natural order (no comma). Terms of the
+    descriptor's preferred concept are synonyms (``MAPPED``; abbreviations and acronyms ``ABBREVIATION``); the
+    terms of its other concepts name narrower or related notions (``NARROW``: "Pes Anserine Bursitis" under
+    Bursitis)."""
+    text = " ".join(term.text.split())
+    if not text or (term.permuted and "," in text):
+        return []
+    if not term.preferred_concept:
+        scope = NARROW
+    elif term.lexical_tag in ("ABB", "ACR"):
+        return [(text, ABBREVIATION)]
+    else:
+        scope = MAPPED
+    out = [(text, scope)]
+    natural = uninvert(text)
+    if natural:
+        out.append((natural, scope))
+    return out

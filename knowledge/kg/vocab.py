@@ -40,19 +40,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import mesh_nodes, parsers
+from .builder import ABBREVIATION, MAPPED, NARROW, Builder
+from .mesh_nodes import mesh_names
 from .normalize import normalise, uninvert
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .build import _Builder
 
 log = logging.getLogger(__name__)
 
-MAPPED = "MAPPED"                  # a name from another vocabulary, reached through a mapping
-ABBREVIATION = "ABBREVIATION"      # an abbreviation (curated, or tagged as one by its vocabulary)
-NARROW = "NARROW"                  # a narrower or related notion filed under the concept (MeSH, ICD-10-CM)
 _STRONG = (MAPPED, ABBREVIATION)
 
 MONDO_SOURCES = ("mondo-doid", "mondo-mesh", "mondo-icd10cm", "mondo-ncit", "mondo-umls", "mondo-orphanet",
@@ -85,7 +81,7 @@ class Bridge:
     -> DO concepts (exact matches, DO ids redirected to current ones); ``mondo_of``: identifier -> Mondo
     diseases that exactly match it."""
 
-    def __init__(self, b: _Builder) -> None:
+    def __init__(self, b: Builder) -> None:
         self.b = b
         self.direct: dict[str, set[str]] = defaultdict(set)
         self.mondo_do: dict[str, set[str]] = defaultdict(set)
@@ -144,6 +140,25 @@ class Bridge:
             if len(named) == 1:
                 return next(iter(named)), "by name"
         return None, "ambiguous"
+
+
+def orphanet_to_do(b: Builder, located: dict[str, Path]) -> dict[str, set[str]]:
+    """Orphanet diseases -> the DO concepts Mondo matches exactly (``"ORPHA:589" -> {"DOID:437"}``), for the HPO
+    annotations read before the vocabularies: an Orphanet disease that DO's own cross-references miss (myasthenia
+    gravis, Lyme disease, plague) then merges into its DO concept instead of becoming a second node of the same
+    disease. Empty without both Mondo tables."""
+    if "mondo-doid" not in located or "mondo-orphanet" not in located:
+        return {}
+    bridge = Bridge(b)
+    bridge.add_mondo_doid(parsers.read_sssom(located["mondo-doid"]))
+    bridge.add_mondo_matches("ORPHA", parsers.read_sssom(located["mondo-orphanet"]))
+    out: dict[str, set[str]] = {}
+    for key in bridge.mondo_of:
+        prefix, local = key.split(":", 1)
+        _, via_mondo = bridge.targets(prefix, local)
+        if via_mondo - {_ROOT}:
+            out[key] = via_mondo - {_ROOT}
+    return out
 
 
 def _obsolete(m: parsers.Mapping) -> bool:
@@ -232,28 +247,6 @@ def _inner_brackets(text: str) -> str:
     return " ".join((out + text[pos:]).split())
 
 
-def mesh_names(term: parsers.MeshTerm) -> list[tuple[str, str]]:
-    """Names from a MeSH entry term: the term (inverted headings also in natural order, ``"Asthma,
-    Bronchial"`` -> ``Bronchial Asthma``); permuted variants only in natural order (no comma). Terms of the
-    descriptor's preferred concept are synonyms (``MAPPED``; abbreviations and acronyms ``ABBREVIATION``); the
-    terms of its other concepts name narrower or related notions (``NARROW``: "Pes Anserine Bursitis" under
-    Bursitis)."""
-    text = " ".join(term.text.split())
-    if not text or (term.permuted and "," in text):
-        return []
-    if not term.preferred_concept:
-        scope = NARROW
-    elif term.lexical_tag in ("ABB", "ACR"):
-        return [(text, ABBREVIATION)]
-    else:
-        scope = MAPPED
-    out = [(text, scope)]
-    natural = uninvert(text)
-    if natural:
-        out.append((natural, scope))
-    return out
-
-
 NCIT_URL = "https://ncit.nci.nih.gov/ncitbrowser/ConceptReport.jsp?dictionary=NCI_Thesaurus&code={code}"
 NCIT_ORGANISATION = "NCI Thesaurus"   # the organisation of a definition's text (index chunks, mined edges, pages)
 NCIT_LICENSE = "CC-BY-4.0 (NCI Thesaurus, as redistributed by Mondo)"
@@ -298,7 +291,7 @@ class VocabularyMerge:
     builder's DO concepts with the guards described in the module docstring. Usable on a small builder holding
     a few hand-made concepts (the unit tests do that)."""
 
-    def __init__(self, b: _Builder) -> None:
+    def __init__(self, b: Builder) -> None:
         self.b = b
         self.bridge = Bridge(b)
         self.candidates: list[Candidate] = []
@@ -481,7 +474,7 @@ class VocabularyMerge:
 
 
 # ---------------------------------------------------------------- the build step
-def ingest_vocabularies(b: _Builder, located: dict[str, Path], files: dict[str, list[Path]]) -> dict[str, int]:
+def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, list[Path]]) -> dict[str, int]:
     """Merge every vocabulary source present in ``located`` into the DO concepts. ``files``: the files of each
     source (package sources are folders). Returns the synonyms added per source."""
     merge = VocabularyMerge(b)

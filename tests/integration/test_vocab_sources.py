@@ -10,6 +10,7 @@ from support.data import mirror_file
 
 from knowledge import sources
 from knowledge.kg import build, parsers, vocab
+from knowledge.kg.builder import Builder
 
 MI, FROZEN_SHOULDER, NEPHROLITHIASIS = "DOID:5844", "DOID:14188", "DOID:585"
 SSSOM_FILES = {"mondo-doid": 11966, "mondo-mesh": 8181, "mondo-icd10cm": 2038, "mondo-ncit": 7304,
@@ -56,7 +57,7 @@ def icd():
 @pytest.fixture(scope="module")
 def do_builder():
     """A builder holding the Disease Ontology only (terms, 2016 synonyms, cross-references): seconds."""
-    b = build._Builder()
+    b = Builder()
     b.step = lambda msg: None
     build.ingest_disease_ontology(b, mirror_file("do-humando"), mirror_file("do-obo-2016"))
     build.ingest_do_xrefs(b, mirror_file("do-xrefs"))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.kg import build, mesh_nodes, vocab
+from knowledge.kg import mesh_nodes, vocab
+from knowledge.kg.builder import Builder
 from knowledge.kg.parsers import Mapping, MeshDescriptor, MeshTerm, Term
 
 HERPES, LIP, PNEUMONIA = "DOID:8566", "DOID:9297", "DOID:552"
@@ -22,9 +23,9 @@ def desc(ui: str, name: str, trees: list[str], terms: list[tuple[str, bool]] = (
 
 
 @pytest.fixture
-def b() -> build._Builder:
+def b() -> Builder:
     """Five DO diseases (four mapped to MeSH), a Symptom Ontology symptom and an HPO phenotype."""
-    b = build._Builder()
+    b = Builder()
     b.step = lambda msg: None
     for doid, name, mesh in [(HERPES, "herpes simplex", "D006561"), (LIP, "lip disease", "D008047"),
                              (PNEUMONIA, "pneumonia", None), (BOTULISM, "botulism", "D001906"),
@@ -58,7 +59,7 @@ DESCRIPTORS = {d.id: d for d in [
 ]}
 
 
-def run(b: build._Builder, mondo=None, ncit=None) -> list[str]:
+def run(b: Builder, mondo=None, ncit=None) -> list[str]:
     merge = vocab.VocabularyMerge(b)
     new = mesh_nodes.add_mesh_diseases(b, merge, DESCRIPTORS, mondo, ncit)
     merge.apply()

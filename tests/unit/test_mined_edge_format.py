@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.kg import build, mined
+from knowledge.kg.builder import Builder
 from knowledge.kg.graph import KnowledgeGraph
 
 MI, ASTHMA, CHEST_PAIN, SWEATING, WHEEZING, HP_DYSPNEA = ("DOID:5844", "DOID:2841", "SYMP:0000483", "SYMP:0000386",
@@ -32,7 +33,7 @@ def edge(finding: str = CHEST_PAIN, surface: str = "chest pain", disease: str = 
 
 def small_kg() -> KnowledgeGraph:
     """Two diseases and four findings; myocardial infarction -> chest pain is a curated Disease Ontology edge."""
-    b = build._Builder()
+    b = Builder()
     b.step = lambda msg: None
     b.node(MI, "disease", "do-humando", name="myocardial infarction")
     b.node(ASTHMA, "disease", "do-humando", name="asthma")

@@ -9,6 +9,7 @@ from agents.ranker import KGRanker, RankerConfig
 from agents.types import Entity
 from agents.verifier.scoring import cited_text, vocabulary
 from knowledge.kg import build, mined
+from knowledge.kg.builder import Builder
 from knowledge.kg.graph import KnowledgeGraph
 
 MI, CHEST_PAIN, SWEATING, NAUSEA = "DOID:5844", "SYMP:0000483", "SYMP:0000386", "SYMP:0000614"
@@ -28,7 +29,7 @@ def record(finding: str, surface: str) -> mined.MinedEdge:
 
 
 def mined_kg() -> KnowledgeGraph:
-    b = build._Builder()
+    b = Builder()
     b.step = lambda msg: None
     b.node(MI, "disease", "do-humando", name="myocardial infarction")
     for sid, name in [(CHEST_PAIN, "chest pain"), (SWEATING, "sweating"), (NAUSEA, "nausea")]:

@@ -7,7 +7,8 @@ import struct
 
 import pytest
 
-from knowledge.kg import build, rds, vocab
+from knowledge.kg import build, mesh_nodes, rds, vocab
+from knowledge.kg.builder import Builder
 from knowledge.kg.graph import KnowledgeGraph
 from knowledge.kg.parsers import Abbreviation, IcdCode, Mapping, MeshDescriptor, MeshTerm, Term
 
@@ -20,9 +21,9 @@ def exact(subject: str, obj: str, label: str = "", obj_label: str = "") -> Mappi
 
 
 @pytest.fixture
-def b() -> build._Builder:
+def b() -> Builder:
     """Six DO concepts with a few DO synonyms and cross-references, as the DO steps of the build leave them."""
-    b = build._Builder()
+    b = Builder()
     b.step = lambda msg: None
     for doid, name, xrefs, syns in [
         (MI, "myocardial infarction", {"MESH": ["D009203"], "ICD10CM": ["I21"]}, ["heart attack"]),
@@ -42,7 +43,7 @@ def b() -> build._Builder:
     return b
 
 
-def synonyms(b: build._Builder, doid: str) -> dict[str, tuple[str, str]]:
+def synonyms(b: Builder, doid: str) -> dict[str, tuple[str, str]]:
     """synonym -> (scope, source) of one concept."""
     a = b.nodes[doid]
     assert len(a["synonyms"]) == len(a["synonym_scopes"]) == len(a["synonym_sources"])
@@ -79,12 +80,12 @@ def test_icd_inclusion_terms_take_the_given_scope():
 
 
 def test_mesh_names():
-    assert vocab.mesh_names(MeshTerm("Asthma, Bronchial", "NON", False, True)) == [
+    assert mesh_nodes.mesh_names(MeshTerm("Asthma, Bronchial", "NON", False, True)) == [
         ("Asthma, Bronchial", "MAPPED"), ("Bronchial Asthma", "MAPPED")]
-    assert vocab.mesh_names(MeshTerm("Infarction, Myocardial", "NON", True, True)) == []   # permuted, inverted
-    assert vocab.mesh_names(MeshTerm("Heart Attacks", "NON", True, True)) == [("Heart Attacks", "MAPPED")]
-    assert vocab.mesh_names(MeshTerm("NIDDM", "ABB", False, True)) == [("NIDDM", "ABBREVIATION")]
-    assert vocab.mesh_names(MeshTerm("Pes Anserine Bursitis", "NON", False, False)) == [
+    assert mesh_nodes.mesh_names(MeshTerm("Infarction, Myocardial", "NON", True, True)) == []   # permuted, inverted
+    assert mesh_nodes.mesh_names(MeshTerm("Heart Attacks", "NON", True, True)) == [("Heart Attacks", "MAPPED")]
+    assert mesh_nodes.mesh_names(MeshTerm("NIDDM", "ABB", False, True)) == [("NIDDM", "ABBREVIATION")]
+    assert mesh_nodes.mesh_names(MeshTerm("Pes Anserine Bursitis", "NON", False, False)) == [
         ("Pes Anserine Bursitis", "NARROW")]
 
 
