@@ -110,6 +110,18 @@ def test_hpo_disease_merged_into_do(kg):
     assert _ids(kg.lookup("OMIM:154700"))[0] == MARFAN
 
 
+
+def test_an_orphanet_disease_do_does_not_cross_reference_merges_through_mondo(kg):
+    """DO lists no Orphanet id for myasthenia gravis; Mondo matches Orphanet 589 and DOID:437 exactly, so the HPO
+    annotations land on the DO concept and no second "Myasthenia gravis" node competes with it."""
+    assert "ORPHA:589" not in kg.graph
+    mg = kg.concept("DOID:437")
+    assert "589" in mg.xrefs["ORPHA"] and "hpo" in mg.sources
+    names = {t.object_name for t in kg.neighbors("DOID:437", "has_phenotype")}
+    assert {"Ptosis", "Diplopia"} <= names
+    assert [c.id for c in kg.lookup("myasthenia gravis", categories=("disease",))][:1] == ["DOID:437"]
+    assert (kg.report or {}).get("hpo_diseases_merged_via_mondo", 0) > 500
+
 def test_hpo_ages_of_onset_are_node_attributes(kg):
     """phenotype.hpoa's aspect-C onset terms become each disease's ``onset`` labels (merged into DO terms too)."""
     with_onset = [a["onset"] for _, a in kg.graph.nodes(data=True) if a.get("onset")]
