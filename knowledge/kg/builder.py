@@ -34,10 +34,10 @@ LOCAL_SOURCES = {
     endemic.SOURCE: (endemic.PATH, endemic.LICENSE),
 }
 
+
 class Builder:
     """The nodes, edges (one per fact, with its sources and license) and report of one graph build, shared by the
     ingest steps of :mod:`.build`, :mod:`.vocab` and :mod:`.mesh_nodes`."""
-
 
     def __init__(self) -> None:
         self.nodes: dict[str, dict] = {}

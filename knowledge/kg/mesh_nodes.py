@@ -49,6 +49,7 @@ class VocabularyMerge(Protocol):
 
     def propose(self, doid: str, names: Iterable[tuple[str, str]], source: str) -> None: ...
 
+
 SOURCE = "mesh-thesaurus"
 TREE_SOURCE = "mesh-trees"
 PREFIX = "MESH"
@@ -105,7 +106,6 @@ def display_name(name: str) -> str:
 
 def _names(b: Builder, categories: Iterable[str], scopes: tuple[str, ...]) -> set[str]:
     """The normalised names and synonyms (of ``scopes``) of the builder's nodes of ``categories``."""
-
     return {k for cat in categories for k in name_index(b.nodes, cat, scopes)}
 
 
@@ -167,7 +167,6 @@ def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str,
             continue
         chosen[d.id] = d
     # the names the new nodes may carry: not a finding's, not another disease's (the merge checks DO's own)
-
     new_ids: list[str] = []
     for ui, d in chosen.items():
         nid = node_id(ui)
