@@ -203,6 +203,8 @@ def test_a_region_without_pain_before_it_is_no_finding(text):
     ("Fundoscopy shows a cherry-red spot.", "Cherry red spot of the macula"),
     ("Her conjunctivae are pale.", "pallor"),
     ("Examination shows conjunctival pallor.", "pallor"),
+    ("A cluster of small painful blisters on the upper lip.", "herpetic lesion on upper lip"),
+    ("Recurrent lip blisters after a cold.", "herpetic lesion on upper lip"),
 ])
 
 def test_exam_vignette_wording(text, name):
@@ -223,10 +225,12 @@ def test_smell_and_taste_lost_together_are_two_findings():
     "A chest CT shows apical bullae.",            # lung bullae are no skin blisters
     "Emphysematous bullae in both upper lobes.",
     "A red reflex is present in both eyes.",
+    "Red sores around my nose and lips.",          # impetigo's crusted sores are no lip blisters
+    "Painful ulcers on the inside of the lower lip.",
 ])
 def test_exam_wording_needs_the_finding(text):
     assert not {"memory impairment", "Joint stiffness", "Heberden's node", "arrhythmia", "blister",
-                "Cherry red spot of the macula", "Red eye"} & set(names(text))
+                "Cherry red spot of the macula", "Red eye", "herpetic lesion on upper lip"} & set(names(text))
 
 
 @pytest.mark.parametrize("text, expected", [
