@@ -58,8 +58,9 @@ so "psoriasis", which has no annotation of its own, is assembled from "psoriasis
 narrow subtype when the findings are generic.
 
 **Same disease, several nodes.** HPO diseases that neither a DO cross-reference nor a Mondo exact match ties to a DO
-disease are their own nodes (OMIM:615619 "CHOLANGIOCARCINOMA" next to DOID:4947); a non-DO disease whose name (or exact synonym) normalises to exactly one DO disease is
-scored as that DO disease (its triples still cite the original node).
+disease are their own nodes (OMIM:615619 "CHOLANGIOCARCINOMA" next to DOID:4947); a non-DO disease whose name (or
+exact synonym) normalises to exactly one DO disease is scored as that DO disease (its triples still cite the original
+node).
 
 **Demographics** are soft: with ``sex`` given, diseases named after an organ of the other sex are multiplied by
 ``sex_mismatch``; with ``age >= 18``, diseases named neonatal/newborn/infant(ile)/infancy/childhood/juvenile/congenital by

@@ -138,7 +138,7 @@ def render(r: dict) -> str:
         pos = [finding_label(e) for e in ents if e.get("category") != "demographic"   # age and sex close the line
                and not (e.get("negated") or e.get("family") or e.get("hypothetical"))]
         neg = [finding_label(e) for e in ents if e.get("negated")]
-        places = ", ".join(f"{p['text']} ({', '.join(r.replace('_', ' ') for r in p.get('regions') or [])})"
+        places = ", ".join(f"{p['text']} ({', '.join(g.replace('_', ' ') for g in p.get('regions') or [])})"
                            for p in ex.get("places") or [])
         demo = ", ".join(x for x in [f"{ex['age_years']:g} y" if ex.get("age_years") is not None else "",
                                      ex.get("sex") or "", f"has been in {places}" if places else ""] if x)

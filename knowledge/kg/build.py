@@ -584,8 +584,9 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
         ingest_symptom_ontology(b, located["do-symp"])
     if "do-disease-symptom" in located:
         ingest_disease_symptom(b, located["do-disease-symptom"], symptom_ontology_loaded="do-symp" in located)
+    mondo = vocab.read_mondo(b, located)       # the HPO step and the vocabulary merge both map through Mondo
     if "hpo" in located:
-        ingest_hpo(b, located["hpo"], vocab.orphanet_to_do(b, located))
+        ingest_hpo(b, located["hpo"], vocab.orphanet_to_do(b, mondo))
     if "do-symp" in located and "hpo" in located:
         link_symptom_phenotypes(b)
     if "hpo" in located:
@@ -597,7 +598,8 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
     if any(sid in located for sid in vocab.VOCAB_SOURCES):
         # after the finding sources: the names add to DO concepts (no earlier step sees them) and the MeSH diseases
         # DO lacks become nodes, which must not take a finding's name
-        vocab.ingest_vocabularies(b, located, {sid: _files_of(sid, p) for sid, p in located.items()})
+        vocab.ingest_vocabularies(b, located, {sid: _files_of(sid, p) for sid, p in located.items()},
+                                 mondo)
     if cardinal.SOURCE in located:
         # after the vocabularies: an entry may name a disease added from MeSH
         ingest_cardinal_findings(b, located[cardinal.SOURCE])

@@ -142,16 +142,27 @@ class Bridge:
         return None, "ambiguous"
 
 
-def orphanet_to_do(b: Builder, located: dict[str, Path]) -> dict[str, set[str]]:
+def read_mondo(b: Builder, located: dict[str, Path]) -> dict[str, list[parsers.Mapping]]:
+    """The Mondo mapping tables present in ``located``, by source id (read once per build: the HPO step and the
+    vocabulary merge both use them)."""
+    mondo: dict[str, list[parsers.Mapping]] = {}
+    for sid in MONDO_SOURCES:
+        if sid in located:
+            b.step(f"Mondo mappings ({sid})")
+            mondo[sid] = parsers.read_sssom(located[sid])
+    return mondo
+
+
+def orphanet_to_do(b: Builder, mondo: dict[str, list[parsers.Mapping]]) -> dict[str, set[str]]:
     """Orphanet diseases -> the DO concepts Mondo matches exactly (``"ORPHA:589" -> {"DOID:437"}``), for the HPO
     annotations read before the vocabularies: an Orphanet disease that DO's own cross-references miss (myasthenia
     gravis, Lyme disease, plague) then merges into its DO concept instead of becoming a second node of the same
-    disease. Empty without both Mondo tables."""
-    if "mondo-doid" not in located or "mondo-orphanet" not in located:
+    disease. ``mondo``: :func:`read_mondo`; empty without both the DO and the Orphanet table."""
+    if "mondo-doid" not in mondo or "mondo-orphanet" not in mondo:
         return {}
     bridge = Bridge(b)
-    bridge.add_mondo_doid(parsers.read_sssom(located["mondo-doid"]))
-    bridge.add_mondo_matches("ORPHA", parsers.read_sssom(located["mondo-orphanet"]))
+    bridge.add_mondo_doid(mondo["mondo-doid"])
+    bridge.add_mondo_matches("ORPHA", mondo["mondo-orphanet"])
     out: dict[str, set[str]] = {}
     for key in bridge.mondo_of:
         prefix, local = key.split(":", 1)
@@ -474,15 +485,14 @@ class VocabularyMerge:
 
 
 # ---------------------------------------------------------------- the build step
-def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, list[Path]]) -> dict[str, int]:
+def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, list[Path]],
+                        mondo: dict[str, list[parsers.Mapping]] | None = None) -> dict[str, int]:
     """Merge every vocabulary source present in ``located`` into the DO concepts. ``files``: the files of each
-    source (package sources are folders). Returns the synonyms added per source."""
+    source (package sources are folders); ``mondo``: the Mondo tables when already read (:func:`read_mondo`).
+    Returns the synonyms added per source."""
     merge = VocabularyMerge(b)
-    mondo: dict[str, list[parsers.Mapping]] = {}
-    for sid in MONDO_SOURCES:
-        if sid in located:
-            b.step(f"Mondo mappings ({sid})")
-            mondo[sid] = parsers.read_sssom(located[sid])
+    if mondo is None:
+        mondo = read_mondo(b, located)
     if "mondo-doid" in mondo:
         merge.bridge.add_mondo_doid(mondo["mondo-doid"])
     for prefix, sid in _BRIDGED.items():
