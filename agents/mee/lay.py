@@ -11,8 +11,8 @@ such expressions to the concept the vocabulary would have found for the clinical
     the pattern names a body part; "my P hurts/aches/is sore", "pain/ache/discomfort in (or behind) my P",
     "sore/aching P" and "P ache/pain" give the finding;
 ``swelling``
-    the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells" and "P
-    swelling" give the finding;
+    the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells / has been
+    swelling", "P swelling" and "swelling P" give the finding;
 ``lesion``
     the pattern is a word describing a skin lesion ("scaly", "annular", "umbilicated") or naming its kind
     ("plaque"); it is read only inside the description of a lesion — a run of descriptive words ending in a lesion
@@ -102,8 +102,9 @@ def expand(form: str, part: str) -> str:
             rf"\b(?:swelling|swollenness|puffiness|oedema|edema)\s+(?:in|of|on|around)\s+{_OWNER}{_SIDE}{p}\b",
             rf"\b(?:swollen|puffy|bulging)\s+{_SIDE}{p}\b",
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|(?:ha(?:ve|s|d)\s+)?swollen|"
-            rf"{_BE}\s+{_ADV}{{0,2}}(?:swollen|puffy|bulging))\b",
+            rf"{_BE}\s+{_ADV}{{0,2}}(?:swollen|puffy|bulging|swelling(?:\s+up)?))\b",
             rf"\b{p}\s+swelling\b",
+            rf"\bswelling\s+{p}\b",
         ))
     if form == "region":
         return rf"\b(?:{part})\b"

@@ -308,3 +308,51 @@ def test_mental_state_wording(text, name):
 ])
 def test_ordinary_sentences_are_no_mental_state_finding(text):
     assert names(text) == [], names(text)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("My hands and feet are numb.", "hypoesthesia"),
+    ("numbness in my fingers", "hypoesthesia"),
+    ("my muscles have been feeling extremely weak", "muscle weakness"),
+    ("Walking has also been extremely painful.", "Gait disturbance"),
+    ("it is difficult for me to walk", "Gait disturbance"),
+    ("I can't seem to hold my urine in", "urinary incontinence"),
+    ("My hands occasionally start to tremble", "tremor"),
+    ("red and inflamed skin around my nose", "Erythema"),
+    ("a burning sensation and redness of the skin", "Erythema"),
+    ("I've been feeling lethargic", "lethargy"),
+    ("My throat is swollen", "Pharyngeal edema"),
+    ("I can't smell anything", "Anosmia"),
+    ("I've lost my senses of taste and smell", "ageusia"),
+    ("I frequently get yeast infections", "Recurrent fungal infections"),
+    ("I'm really chilly", "chills"),
+    ("the veins on my legs are very noticeable", "Prominent superficial veins"),
+    ("The blood vessels have started to protrude", "Varicose veins"),
+    ("my calves have been cramping up", "muscle cramp"),
+    ("extreme stomach discomfort", "abdominal pain"),
+    ("terrible acid reflux", "Gastroesophageal reflux"),
+    ("I've had difficulty using the restroom", "constipation"),
+    ("headaches and wet eyes", "Epiphora"),
+    ("I've noticed a change in my vision", "Visual impairment"),
+    ("My nails have small dents on them", "Nail pits"),
+    ("a silver like dusting on my skin", "Scaling skin"),
+    ("the skin on my arms and back is starting to peel off", "skin peeling"),
+    ("My kidney region hurts", "Flank pain"),
+    ("I haven't been able to breathe properly", "dyspnea"),
+    ("my joints have been swelling", "Joint swelling"),
+    ("my cheeks are swollen", "facial edema"),
+    ("I have a strong urge to vomit", "nausea"),
+])
+def test_everyday_wording_of_a_patient_writing_to_a_chat(text, name):
+    assert name in names(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The veins were cannulated without difficulty.",
+    "He walks to work every day.",
+    "The room is cold.",
+    "My skin is fine.",
+    "She drinks a glass of wine with dinner.",
+])
+def test_everyday_wording_needs_the_finding(text):
+    assert names(text) == []
