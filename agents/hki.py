@@ -399,6 +399,7 @@ class HKI:
         use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
         site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
         regions = extraction.regions if extraction else []      # where the patient has been (travel, origin)
+        course = extraction.course if extraction else None      # how long the complaints have lasted
         use_signs = self.signs is not None and p.use_signs and p.sign_weight > 0 and "G" in p.sources
         sign_hits = self.signs.rank(presentation) if use_signs else []
         fit: dict[str, float] = {}
@@ -409,7 +410,7 @@ class HKI:
             ranked = ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
                                       also=[x.concept_id for x in proposals if x.concept_id] + site_pool
-                                      + [h.concept_id for h in sign_hits], regions=regions)
+                                      + [h.concept_id for h in sign_hits], regions=regions, course=course)
             candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
             fit = {c.concept_id: c.score for c in ranked}
         # the diseases of the organs under a localised pain, those that explain the other findings first
@@ -417,7 +418,7 @@ class HKI:
             age, sex = (extraction.age_years, extraction.sex) if extraction else (None, None)
             rcfg = getattr(self.ranker, "config", None)
             site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: demographic_factor(
-                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, *self._fit_facts(d), regions=regions))
+                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, **self._fit_facts(d, regions, course)))
         else:
             site_hits = []
         page_rank: dict[str, int] = {}
@@ -438,7 +439,7 @@ class HKI:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained,
-                                    site_hits=site_hits, sign_hits=sign_hits, regions=regions)
+                                    site_hits=site_hits, sign_hits=sign_hits, regions=regions, course=course)
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
@@ -517,17 +518,18 @@ class HKI:
             text = _MEASUREMENT.sub(lambda m: " " * len(m.group(0)), text)
         return text
 
-    def _fit_facts(self, did: str) -> tuple[tuple[str, ...], tuple[float | None, ...] | None, tuple[str, ...]]:
-        """What the demographic fit reads of a KG disease: HPO's ages of onset (empty when none is annotated), its
-        curated typical ages (``(min, max)`` years from the cardinal-findings table, None when none is written) and
-        the regions it is acquired in (the endemic-regions table; empty: anywhere)."""
+    def _fit_facts(self, did: str, regions: Sequence[str] = (), course: str | None = None) -> dict[str, Any]:
+        """The keyword arguments of :func:`demographic_factor` for a KG disease and this patient: HPO's ages of onset
+        (empty when none is annotated), its curated typical ages (``(min, max)`` years from the cardinal-findings
+        table, None when none is written), the regions it is acquired in (the endemic-regions table; empty:
+        anywhere) and its typical course (the cardinal-findings table; None: either), beside the patient's
+        ``regions`` and the illness's ``course``."""
         graph = getattr(self.kg, "graph", None)
-        if graph is None or did not in graph:
-            return (), None, ()
-        attrs = graph.nodes[did]
+        attrs = graph.nodes[did] if graph is not None and did in graph else {}
         ages = attrs.get("typical_age")
-        return (tuple(attrs.get("onset") or ()), (tuple(ages) if ages else None),
-                tuple(attrs.get("endemic_regions") or ()))
+        return {"onset": tuple(attrs.get("onset") or ()), "typical_age": tuple(ages) if ages else None,
+                "endemic": tuple(attrs.get("endemic_regions") or ()), "regions": regions,
+                "typical_course": attrs.get("typical_course"), "course": course}
 
     def _disease_of(self, focus: str) -> str | None:
         """The KG disease a reference document is about (its focus), if the name resolves."""
@@ -544,7 +546,8 @@ class HKI:
               page_rank: dict[str, int] | None = None, page_weight: float = 1.0,
               proposals: list[ProposedDiagnosis] | None = None,
               explained: dict[str, Candidate] | None = None, site_hits: list | None = None,
-              sign_hits: list | None = None, regions: Sequence[str] = ()) -> list[Candidate]:
+              sign_hits: list | None = None, regions: Sequence[str] = (),
+              course: str | None = None) -> list[Candidate]:
         """Reciprocal-rank fusion of up to six rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
         them) matches the presentation best (BM25), the diseases of the organs under a localised pain
@@ -621,7 +624,7 @@ class HKI:
         for c in candidates:
             score, why, origins, ranks = parts(c.concept_id)
             # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
-            score *= demographic_factor(c.name, age, sex, rcfg, *self._fit_facts(c.concept_id), regions=regions)
+            score *= demographic_factor(c.name, age, sex, rcfg, **self._fit_facts(c.concept_id, regions, course))
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks, c.supporting)}))
@@ -641,7 +644,7 @@ class HKI:
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
-                                        *self._fit_facts(did), regions=regions)
+                                        **self._fit_facts(did, regions, course))
             known = explained.get(did)
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={

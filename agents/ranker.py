@@ -67,7 +67,10 @@ node).
 ``age_mismatch``, and so is a disease whose curated typical age (the cardinal-findings table's ``typical_age``:
 Kawasaki disease up to 16, polymyalgia rheumatica from 50) leaves the patient's age out. **Place** is soft too: a
 geographically restricted disease (``knowledge/kg/endemic_regions.yaml``) is multiplied by ``region_mismatch`` when
-the patient has been only in regions where it is not acquired.
+the patient has been only in regions where it is not acquired. **Time** is soft as well: when the presenting
+complaints have lasted days (``Extraction.course`` "acute") a disease whose first presentation is typically one of
+weeks to months (the cardinal-findings table's ``course: chronic``: bronchiectasis, pulmonary tuberculosis) is
+multiplied by ``course_mismatch``, and so is an acute disease (influenza, pneumonia) when they have lasted months.
 """
 from __future__ import annotations
 
@@ -124,6 +127,7 @@ class RankerConfig:
     sex_mismatch: float = 0.05
     age_mismatch: float = 0.3
     region_mismatch: float = 0.3           # a restricted disease not acquired where the patient has been
+    course_mismatch: float = 0.7           # a chronic disease for an illness of days, an acute one for months
 
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
@@ -231,6 +235,7 @@ class _KGIndex:
         self.onset = {n: tuple(a["onset"]) for n, a in g.nodes(data=True) if a.get("onset")}
         self.typical_age = {n: tuple(a["typical_age"]) for n, a in g.nodes(data=True) if a.get("typical_age")}
         self.endemic = {n: tuple(a["endemic_regions"]) for n, a in g.nodes(data=True) if a.get("endemic_regions")}
+        self.course = {n: str(a["typical_course"]) for n, a in g.nodes(data=True) if a.get("typical_course")}
         self._profiles: dict[tuple[str, bool], dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = {}
         self._idf: dict[str, float] = {}
         self._desc: dict[str, int] = {}
@@ -353,7 +358,7 @@ _INDEX_LOCK = threading.Lock()
 
 
 _DERIVED = ("category", "children", "parents", "xref", "canon", "by_finding", "common", "curated", "mass", "n_ann",
-            "n_diseases", "names", "onset", "typical_age", "endemic")
+            "n_diseases", "names", "onset", "typical_age", "endemic", "course")
 
 
 def _cache_path(kg: Any, cfg: RankerConfig):
@@ -365,7 +370,7 @@ def _cache_path(kg: Any, cfg: RankerConfig):
     version = getattr(kg, "version", None)
     if not version:
         return None
-    key = hashlib.sha256(repr((version, cfg.index_key())).encode()).hexdigest()[:16]
+    key = hashlib.sha256(repr((version, cfg.index_key(), _DERIVED)).encode()).hexdigest()[:16]
     return build_dir() / "ranker" / f"kgindex-{key}.pkl"
 
 
@@ -461,17 +466,26 @@ def outside_endemic_regions(regions: Iterable[str] | None, endemic: Iterable[str
     return bool(been) and bool(where) and not (been & where)
 
 
+def course_mismatch(course: str | None, typical_course: str | None) -> bool:
+    """True when the presenting illness's course (``Extraction.course``: "acute" for days, "chronic" for months)
+    is the opposite of a disease's typical first presentation (the cardinal-findings table's ``course``)."""
+    return bool(course) and bool(typical_course) and {course, typical_course} == {"acute", "chronic"}
+
+
 def demographic_factor(name: str, age: float | None, sex: str | None, cfg: RankerConfig | None = None,
                        onset: Iterable[str] | None = None,
                        typical_age: Sequence[float | None] | None = None,
-                       endemic: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> float:
+                       endemic: Iterable[str] | None = None, regions: Iterable[str] | None = None,
+                       typical_course: str | None = None, course: str | None = None) -> float:
     """A soft penalty for a disease whose name ties it to the other sex (prostate, ovary, pregnancy ...) or whose
     age does not fit the patient: for an adult, a disease of infancy/childhood by its name or by HPO's ages of onset
     when every one annotated is infancy or earlier (biliary atresia); for anyone, a disease whose curated typical age
     (``typical_age``, years) leaves the patient out (Kawasaki disease at 25, polymyalgia rheumatica at 30); and a
     geographically restricted disease (``endemic``: the regions it is acquired in) when the patient has been only
-    in other ``regions`` (Ebola virus disease for a traveller back from Thailand). ``sex_mismatch`` /
-    ``age_mismatch`` / ``region_mismatch`` of the ranker's config (each once), else 1."""
+    in other ``regions`` (Ebola virus disease for a traveller back from Thailand); and a disease whose typical first
+    presentation (``typical_course``) is the opposite of the illness's ``course`` (bronchiectasis for 3 days of
+    cough). ``sex_mismatch`` / ``age_mismatch`` / ``region_mismatch`` / ``course_mismatch`` of the ranker's config
+    (each once), else 1."""
     cfg = cfg or RankerConfig()
     factor = 1.0
     if (sex == "male" and _FEMALE_ONLY.search(name)) or (sex == "female" and _MALE_ONLY.search(name)):
@@ -482,6 +496,8 @@ def demographic_factor(name: str, age: float | None, sex: str | None, cfg: Ranke
         factor *= cfg.age_mismatch
     if outside_endemic_regions(regions, endemic):
         factor *= cfg.region_mismatch
+    if course_mismatch(course, typical_course):
+        factor *= cfg.course_mismatch
     return factor
 
 
@@ -520,13 +536,14 @@ class KGRanker:
 
     def rank(self, findings: list[Entity], negated: list[Entity] | None = None, k: int = 10,
              age: float | None = None, sex: str | None = None, also: Iterable[str] = (),
-             regions: Iterable[str] = ()) -> list[Candidate]:
+             regions: Iterable[str] = (), course: str | None = None) -> list[Candidate]:
         """Top-``k`` diseases for the positive ``findings`` (entities with a ``concept_id``), lowered by the
         ``negated`` ones. Entities without a concept id, or with an id the KG does not know, are ignored; a
         positive finding that is itself a disease is matched to that disease. ``[]`` when nothing matches.
         The diseases in ``also`` (e.g. proposed by a language model) follow the top ``k`` in score order when they
         match any finding but rank lower (their explanation is what retrieval tests them with). ``regions``: the
-        world regions the patient has been in (:attr:`Extraction.regions`), for the place fit."""
+        world regions the patient has been in (:attr:`Extraction.regions`), for the place fit; ``course``: how long
+        the complaints have lasted (:attr:`Extraction.course`), for the time fit."""
         cfg = self.config
         regions = tuple(regions or ())
         idx = self.index
@@ -636,7 +653,8 @@ class KGRanker:
                 if m is not None:
                     score *= 1.0 - cfg.negation_mu * m[0]
             score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d),
-                                        idx.typical_age.get(d), idx.endemic.get(d), regions)
+                                        idx.typical_age.get(d), idx.endemic.get(d), regions,
+                                        typical_course=idx.course.get(d), course=course)
             if score > 0:
                 scored.append((score, d))
         top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))

@@ -45,6 +45,8 @@ class Entity(BaseModel):
 class Duration(BaseModel):
     text: str
     days: float
+    start: int = -1
+    end: int = -1
 
 
 class Place(BaseModel):
@@ -64,6 +66,9 @@ class Extraction(BaseModel):
     age_years: float | None = None
     sex: Literal["female", "male"] | None = None
     durations: list[Duration] = Field(default_factory=list)
+    # how long the presenting complaints have lasted: "acute" (every stated duration of the illness is 14 days or
+    # less), "chronic" (one is 8 weeks or more), None (not said, or in between); see agents.mee.demographics
+    course: Literal["acute", "chronic"] | None = None
     places: list[Place] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

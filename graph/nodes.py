@@ -123,7 +123,7 @@ def mee(state: State, runtime: Runtime[Context]) -> dict:
     warnings = list(ex.warnings) + ([capped] if capped else [])
     return step.done({"extraction": ex, "warnings": warnings},
                      {"entities": len(ex.entities), "positive": len(ex.positive()), "negated": len(ex.negated()),
-                      "age": ex.age_years, "sex": ex.sex})
+                      "age": ex.age_years, "sex": ex.sex, "course": ex.course})
 
 
 def propose(state: State, runtime: Runtime[Context]) -> dict:

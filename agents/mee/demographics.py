@@ -103,8 +103,66 @@ def find_durations(text: str) -> list[Duration]:
             if unit in ("d", "w", "y", "h") and not re.search(r"\d", m.group(0)):
                 continue
             days = num * _UNIT_DAYS.get(unit, 1.0)
-            found.append((m.start(), m.end(), Duration(text=m.group(0).strip(), days=round(days, 4))))
+            found.append((m.start(), m.end(), Duration(text=m.group(0).strip(), days=round(days, 4),
+                                                       start=m.start(), end=m.end())))
     return [d for _, _, d in sorted(found, key=lambda t: t[0])]
 
 
-__all__ = ["find_age_sex", "find_durations"]
+# How long the presenting illness has lasted. A duration belongs to the illness unless it dates something else: a
+# disease of the past history ("a 10-year history of hypertension"), a habit ("has smoked for 30 years"), a
+# medicine, a pregnancy or a last period, a job, a move or a journey ("returned from Ghana 3 months ago"); "since
+# yesterday", "began this morning" and "woke up with" are a day ("woke up and found a rash" says when it was seen).
+ACUTE_DAYS, CHRONIC_DAYS = 14.0, 56.0
+_NOT_ILLNESS = re.compile(r"\b(?:smok\w*|cigarettes?|pack|packs|drinks?|drinking|drank|alcohol|beers?|wine|taking|"
+                          r"takes|took|medications?|medicines?|tablets?|treated|therapy|married|marriage|works?|worked|"
+                          r"working|employed|job|lived|living|lives|moved|immigrated|emigrated|pregnan\w*|"
+                          r"gestation\w*|gravida|postpartum|menarche|menopaus\w*|menstrual|LMP|surgery|operation|"
+                          r"underwent|transplant\w*|diagnosed|sexually\s+active|partner|relationship|retired|vegan|"
+                          r"vegetarian|diet|travel\w*|returned|back\s+from|came\s+back|trip|vacation|holiday|"
+                          r"visit\w*|born|birth|delivered|delivery|adopted)\b", re.I)
+_ONE_DAY = re.compile(r"\b(?:since|started|starting|began|beginning|begun)\s+(?:\w+\s+){0,3}?"
+                      r"(?:yesterday|this\s+morning|last\s+night|earlier\s+today|today|overnight)\b|"
+                      r"\bwoke\s+up\s+(?:this\s+morning\s+|today\s+)?with\b", re.I)
+_CLAUSE_END = re.compile(r"[.;:!?\n]")
+_AGO = re.compile(r"\bago\b", re.I)
+_ONSET = re.compile(r"\b(?:began|begun|begin|beginning|start\w*|onset|develop\w*|noticed|first|appeared|came\s+on|"
+                    r"since)\b", re.I)
+
+
+def illness_course(text: str, durations: list[Duration], entities: list | None = None) -> str | None:
+    """"acute" when every duration of the presenting illness is ``ACUTE_DAYS`` or less, "chronic" when one is
+    ``CHRONIC_DAYS`` or more, else None (no duration said, or only ones in between). A duration is left out when the
+    words beside it in its clause (up to 25 characters before, 15 after) date a habit, a medicine, a pregnancy, a
+    job, a journey or a past event ("smoked for 30 years", "at 32 weeks' gestation", "diagnosed 5 years ago"), or
+    when the entity right after it (within 12 characters, in its clause) is a disease ("a 10-year history of
+    hypertension": the hypertension is history, the 10 years are not this illness's). "N years ago" dates an
+    event, not an illness, unless its clause says something began then ("the cough began 3 weeks ago")."""
+    kept: list[float] = []
+    for d in durations:
+        if d.start < 0:
+            continue
+        lo = max([m.end() for m in _CLAUSE_END.finditer(text, 0, d.start)], default=0)
+        nxt = _CLAUSE_END.search(text, d.end)
+        hi = nxt.start() if nxt else len(text)
+        near = text[max(lo, d.start - 25):min(hi, d.end + 15)]
+        if _NOT_ILLNESS.search(near):
+            continue
+        if _AGO.search(d.text) and not _ONSET.search(text, lo, hi):
+            continue     # "a hysterectomy 16 years ago" dates an event; "the cough began 3 weeks ago" an illness
+        after = [e for e in (entities or ()) if d.end <= getattr(e, "start", -1) < min(hi, d.end + 12)
+                 and getattr(e, "category", "") != "demographic"]
+        if after and min(after, key=lambda e: e.start).category == "disease":
+            continue
+        kept.append(d.days)
+    if _ONE_DAY.search(text):
+        kept.append(1.0)
+    if not kept:
+        return None
+    if max(kept) >= CHRONIC_DAYS:
+        return "chronic"
+    if max(kept) <= ACUTE_DAYS:
+        return "acute"
+    return None
+
+
+__all__ = ["find_age_sex", "find_durations", "illness_course", "ACUTE_DAYS", "CHRONIC_DAYS"]

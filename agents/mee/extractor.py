@@ -53,7 +53,7 @@ from agents.prompts import load_prompt
 from agents.types import Category, Entity, Extraction
 from knowledge.text import fold
 
-from .demographics import find_age_sex, find_durations
+from .demographics import find_age_sex, find_durations, illness_course
 from .findings import Finding, mask, resolve_overlaps
 from .labs import find_lab_phrases, lab_finding, read_lab_values
 from .lay import find_lay_phrases
@@ -330,8 +330,10 @@ class MEE:
         entities.sort(key=lambda x: (x.start, x.end))
         if self.linker_error:
             warnings.append(self.linker_error)
-        return Extraction(entities=_dedupe(entities), age_years=age, sex=sex, durations=durations,
-                          places=find_places(text), warnings=warnings)
+        entities = _dedupe(entities)
+        return Extraction(entities=entities, age_years=age, sex=sex, durations=durations,
+                          course=illness_course(text, durations, entities), places=find_places(text),
+                          warnings=warnings)
 
     def _rule_spans(self, doc, info: dict, demo_spans: list[tuple[int, int]],
                     findings: Sequence[Finding] = ()) -> list:

@@ -35,7 +35,7 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-14"
+BUILDER_VERSION = "kg-15"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES)
@@ -519,7 +519,8 @@ def ingest_cardinal_findings(b: Builder, path: Path) -> None:
     A fact another source already states — the disease linked to the finding or to an xref-equivalent of it (HP
     "Fever" = SYMP "fever") — gets ``kg-cardinal`` in that edge's ``also_sources`` instead: one fact, one edge. A
     disease or finding the graph does not have is counted and skipped (the tests require none). An entry's
-    ``typical_age`` becomes the disease node's ``typical_age`` attribute ([min, max] years, either may be None)."""
+    ``typical_age`` becomes the disease node's ``typical_age`` attribute ([min, max] years, either may be None), its
+    ``course`` (acute or chronic) the node's ``typical_course``."""
     rep = b.report
     b.step("cardinal findings of common diseases (curated)")
     equivalent: dict[str, list[str]] = defaultdict(list)
@@ -535,6 +536,9 @@ def ingest_cardinal_findings(b: Builder, path: Path) -> None:
         if entry.typical_age is not None:
             b.nodes[d]["typical_age"] = list(entry.typical_age)
             rep["cardinal_typical_ages"] += 1
+        if entry.course is not None:
+            b.nodes[d]["typical_course"] = entry.course
+            rep[f"cardinal_{entry.course}_course"] += 1
         for i, f in enumerate(entry.findings, start=1):
             fid = b.symp_id(f.id) if f.id.startswith("SYMP:") else f.id
             if fid is None or b.nodes.get(fid, {}).get("category") not in ("symptom", "phenotype"):

@@ -22,11 +22,20 @@ File format (YAML)::
     - disease: {id: DOID:13378, name: Kawasaki disease}
       reference: nelson
       typical_age: {max: 16}          # optional: the ages (years) the textbook gives; outside them the disease is rare
+      course: acute                   # optional: how a first presentation unfolds in time (acute or chronic)
       findings: [...]
 
 ``typical_age`` (``min`` and/or ``max``, in years) is written only where the cited textbook says the disease is rare
 outside those ages (Kawasaki disease in adults, polymyalgia rheumatica before 50); the ranker's age fit then weighs
 a patient outside them down softly (``RankerConfig.age_mismatch``), never to zero.
+
+``course`` says how a first presentation of the disease unfolds in time, as the cited textbook describes it:
+``chronic`` when the first complaints have typically lasted weeks to months before the diagnosis (bronchiectasis,
+pulmonary tuberculosis, most cancers) and an illness of a few days is an unusual first presentation; ``acute`` when
+the illness declares itself within days and resolves, is treated or becomes an emergency within weeks (influenza,
+pneumonia, appendicitis), so a complaint unchanged for months argues against it. Diseases with acute attacks on a
+chronic background (asthma, gout, migraine) and those with a variable course carry none. The ranker compares it
+with how long the presenting complaints have lasted (``RankerConfig.course_mismatch``), softly, never to zero.
 
 Every id is checked against the built graph by ``tests/integration/test_cardinal_findings_kg.py`` (it exists and
 carries the name written beside it). The graph builder (:func:`knowledge.kg.build.ingest_cardinal_findings`) adds
@@ -47,6 +56,7 @@ LICENSE = "Apache-2.0 (ClinicalRAG; curated after the cited textbooks)"
 FORMAT_VERSION = 1
 MIN_FINDINGS, MAX_FINDINGS = 2, 10
 MAX_AGE = 120
+COURSES = ("acute", "chronic")
 
 
 class CardinalFormatError(ValueError):
@@ -65,6 +75,7 @@ class CardinalEntry:
     findings: tuple[Ref, ...]
     reference: str      # the full citation
     typical_age: tuple[float | None, float | None] | None = None   # (min, max) years; None: any age
+    course: str | None = None      # "acute" or "chronic" first presentation; None: either
 
 
 def _typical_age(raw: object, where: str) -> tuple[float | None, float | None]:
@@ -107,7 +118,8 @@ def read_table(path: Path, version: int, error: type[ValueError]) -> tuple[dict,
 def read(path: Path | str = PATH) -> list[CardinalEntry]:
     """The entries of a cardinal-findings file; :class:`CardinalFormatError` naming the file (and the entry) when it
     cannot be read or breaks the format: unknown keys, a reference key not defined, a disease twice, a finding twice
-    in one entry, fewer than 2 or more than 10 findings, a typical age that is not a range of years."""
+    in one entry, fewer than 2 or more than 10 findings, a typical age that is not a range of years, a course other
+    than acute or chronic."""
     path = Path(path)
     _, refs, rows = read_table(path, FORMAT_VERSION, CardinalFormatError)
     out: list[CardinalEntry] = []
@@ -115,9 +127,9 @@ def read(path: Path | str = PATH) -> list[CardinalEntry]:
     for i, row in enumerate(rows, start=1):
         where = f"{path.name}, disease entry {i}"
         if not isinstance(row, dict) or not {"disease", "reference", "findings"} <= set(row) \
-                or set(row) - {"disease", "reference", "findings", "typical_age"}:
+                or set(row) - {"disease", "reference", "findings", "typical_age", "course"}:
             raise CardinalFormatError(f"{where}: needs 'disease', 'reference' and 'findings' (and optionally "
-                                      f"'typical_age'), nothing else")
+                                      f"'typical_age' and 'course'), nothing else")
         disease = _ref(row["disease"], where)
         where = f"{path.name}, {disease.id} ({disease.name})"
         if disease.id in seen:
@@ -135,9 +147,13 @@ def read(path: Path | str = PATH) -> list[CardinalEntry]:
         if len({f.id for f in findings}) != len(findings):
             raise CardinalFormatError(f"{where}: a finding is listed twice")
         ages = _typical_age(row["typical_age"], where) if "typical_age" in row else None
-        out.append(CardinalEntry(disease, findings, " ".join(citation.split()), ages))
+        course = row.get("course")
+        if course is not None and course not in COURSES:
+            raise CardinalFormatError(f"{where}: course must be one of {', '.join(COURSES)} (or left out), "
+                                      f"not {course!r}")
+        out.append(CardinalEntry(disease, findings, " ".join(citation.split()), ages, course))
     return out
 
 
-__all__ = ["SOURCE", "PATH", "LICENSE", "FORMAT_VERSION", "CardinalFormatError", "Ref", "CardinalEntry", "read",
-           "read_table"]
+__all__ = ["SOURCE", "PATH", "LICENSE", "FORMAT_VERSION", "COURSES", "CardinalFormatError", "Ref", "CardinalEntry",
+           "read", "read_table"]

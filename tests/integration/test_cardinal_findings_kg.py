@@ -115,3 +115,30 @@ def test_a_typical_age_reaches_the_graph_and_weighs_an_adult_down(knowledge, kg)
     assert child[0] < 3, child
     assert adult[0] > child[0]
     assert adult[1] == pytest.approx(child[1] * ranker.config.age_mismatch, rel=0.02)
+
+
+BRONCHIECTASIS = "DOID:9563"
+COUGH_CASE = "A 60-year-old man with {duration} of a daily cough bringing up thick green sputum, and wheezing."
+
+
+def test_a_course_reaches_the_graph_and_weighs_a_chronic_disease_down_for_an_illness_of_days(knowledge, kg):
+    """Bronchiectasis is a disease of months to years of daily sputum (the table's course: chronic); its node
+    carries that, and the same cough ranks it lower when it has lasted 4 days than when it has lasted 6 months, by
+    the course penalty; without a duration nothing changes."""
+    written = {e.disease.id: e.course for e in cardinal.read() if e.course}
+    assert written.get(BRONCHIECTASIS) == "chronic"
+    for did, course in written.items():
+        assert kg.graph.nodes[did].get("typical_course") == course, did
+    res = Resources(llm_config=LLMConfig(), kg=kg, index=knowledge[1])
+    ranker = KGRanker(kg)
+    scores = {}
+    for duration in ("4 days", "6 months"):
+        ex = res.mee.extract(COUGH_CASE.format(duration=duration))
+        findings, negated = ranking_findings(ex)
+        ranked = ranker.rank(findings, negated, k=300, age=ex.age_years, sex=ex.sex, course=ex.course)
+        ids = [c.concept_id for c in ranked]
+        assert BRONCHIECTASIS in ids, (duration, ids[:10])
+        scores[ex.course] = (ids.index(BRONCHIECTASIS), ranked[ids.index(BRONCHIECTASIS)].score)
+    acute, chronic = scores["acute"], scores["chronic"]
+    assert acute[0] > chronic[0]
+    assert acute[1] == pytest.approx(chronic[1] * ranker.config.course_mismatch, rel=0.02)

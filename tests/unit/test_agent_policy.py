@@ -106,6 +106,15 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
                               regions=["asia", "africa"]) == 1.0
     assert demographic_factor("Ebola virus disease", 25, "male", cfg, endemic=("africa",), regions=[]) == 1.0
     assert demographic_factor("influenza", 25, "male", cfg, endemic=(), regions=["asia"]) == 1.0
+    # the time fit: a chronic disease for an illness of days, an acute one for months; nothing when either is unknown
+    assert demographic_factor("bronchiectasis", 72, "male", cfg, typical_course="chronic",
+                              course="acute") == cfg.course_mismatch
+    assert demographic_factor("influenza", 40, None, cfg, typical_course="acute",
+                              course="chronic") == cfg.course_mismatch
+    assert demographic_factor("bronchiectasis", 72, "male", cfg, typical_course="chronic", course="chronic") == 1.0
+    assert demographic_factor("influenza", 40, None, cfg, typical_course="acute", course="acute") == 1.0
+    assert demographic_factor("asthma", 40, None, cfg, typical_course=None, course="acute") == 1.0
+    assert demographic_factor("bronchiectasis", 72, None, cfg, typical_course="chronic", course=None) == 1.0
 
 
 def test_fusion_keeps_the_age_and_sex_penalty_of_ranked_candidates():

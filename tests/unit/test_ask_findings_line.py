@@ -35,6 +35,18 @@ def test_the_findings_line_leaves_age_and_sex_to_its_end():
     assert line == "Findings: back (backache) | absent: fever | 62 y, male"
 
 
+@pytest.mark.parametrize("course, tail", [("acute", "62 y, male, complaints of days"),
+                                          ("chronic", "62 y, male, complaints of months"), (None, "62 y, male")])
+def test_the_findings_line_says_how_long_the_complaints_have_lasted(course, tail):
+    from clinicalrag.commands.ask import render
+
+    r = {"status": "verified", "answer": "", "latency_ms": 12.0, "run_id": "r1", "extraction": {
+        "age_years": 62, "sex": "male", "course": course, "entities": [
+            {"text": "cough", "category": "symptom", "concept_name": "cough"}]}}
+    [line] = [x for x in render(r).splitlines() if x.startswith("Findings:")]
+    assert line == f"Findings: cough | {tail}"
+
+
 def test_the_models_own_answer_and_its_alternatives_are_shown_apart():
     from clinicalrag.commands.ask import render
 

@@ -58,6 +58,8 @@ def test_a_good_file_gives_entries_with_the_full_citation(tmp_path):
      "must be below max"),
     (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  typical_age: {from: 5}\n"),
      "typical_age must"),
+    (lambda t: t.replace("  reference: harrison\n", "  reference: harrison\n  course: subacute\n"),
+     "course must be one of acute, chronic"),
     (lambda t: t + t[t.index("- disease"):], "listed twice"),
     (lambda t: t.replace("name: common cold", "name: ''"), "needs a prefixed id"),
     (lambda t: t.replace("diseases:", "diseases: [\n"), "cannot read"),
@@ -83,10 +85,17 @@ def test_the_shipped_typical_ages_are_few_and_clinically_plausible():
     ages = {e.disease.name: e.typical_age for e in read() if e.typical_age}
     assert ages["Kawasaki disease"] == (None, 16.0)
     assert ages["polymyalgia rheumatica"] == (50.0, None) and ages["temporal arteritis"] == (50.0, None)
-    assert 10 <= len(ages) <= 40       # written only where the textbook says the disease is rare outside them
+    assert 10 <= len(ages) <= 60       # written only where the textbook says the disease is rare outside them
     assert "influenza" not in ages and "pneumonia" not in ages
 
 
 def test_a_missing_file_is_a_format_error_naming_it(tmp_path):
     with pytest.raises(CardinalFormatError, match="nothere.yaml: cannot read"):
         read(tmp_path / "nothere.yaml")
+
+
+def test_a_course_is_read_and_is_optional(tmp_path):
+    [e] = read(_write(tmp_path, GOOD))
+    assert e.course is None
+    [e] = read(_write(tmp_path, GOOD.replace("  reference: harrison\n", "  reference: harrison\n  course: acute\n")))
+    assert e.course == "acute"

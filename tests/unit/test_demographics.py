@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 from agents.mee import find_age_sex, find_durations
+from agents.mee.demographics import illness_course
+from agents.types import Entity
 
 
 @pytest.mark.parametrize("text,age,sex", [
@@ -42,3 +44,36 @@ def test_durations(text, expected):
     got = [(d.text, d.days) for d in find_durations(text)]
     assert [t for t, _ in got] == [t for t, _ in expected]
     assert [d for _, d in got] == pytest.approx([d for _, d in expected], abs=1e-4)
+
+
+@pytest.mark.parametrize("text,course", [
+    ("72M, 3 days of cough productive of rusty sputum, fevers and rigors.", "acute"),
+    ("Since yesterday she has had fever and a sore throat.", "acute"),
+    ("A 45-year-old woman has had fatigue and joint pain for 6 months.", "chronic"),
+    ("Fever for 2 days; cough and weight loss over the past 3 months.", "chronic"),   # the longest illness wins
+    ("A 60-year-old man who has smoked for 40 years has had a cough for 5 days.", "acute"),   # a habit is no illness
+    ("At 32 weeks of gestation she has had a headache for 2 days.", "acute"),            # nor is a pregnancy
+    ("Back from Ghana 3 months ago, she has had fever for 4 days.", "acute"),           # nor a journey
+    ("Her last menstrual period was 16 years ago. Fever for 2 days.", "acute"),        # nor a last period
+    ("He woke up with crushing chest pain.", "acute"),
+    ("I woke up this morning and found a rash all over my skin.", None),                # when it was seen, not began
+    ("Cough for 12 hours. She underwent an abdominal hysterectomy 16 years ago.", "acute"),   # an event's date
+    ("The cough began 3 months ago.", "chronic"),                                       # an illness's onset
+    ("He has had a cough for 3 weeks.", None),                                          # in between
+    ("I have a persistent cough and feel tired.", None),                                 # no duration said
+])
+def test_the_course_of_the_illness_reads_how_long_its_complaints_have_lasted(text, course):
+    assert illness_course(text, find_durations(text)) == course
+
+
+def test_a_duration_that_dates_a_disease_of_the_history_is_not_the_illness():
+    text = "A 65-year-old man with a 10-year history of hypertension presents with 2 days of chest pain."
+    ents = [Entity(text=w, category=c, start=text.index(w), end=text.index(w) + len(w))
+            for w, c in (("hypertension", "disease"), ("chest pain", "symptom"))]
+    assert illness_course(text, find_durations(text), ents) == "acute"
+    assert illness_course(text, find_durations(text), []) == "chronic"   # without the entities it cannot tell
+    # a disease named later in the clause is no history of the duration: "every day for 2 years ... chest infections"
+    text = "He has coughed up sputum every day for 2 years and has had several chest infections."
+    ents = [Entity(text="chest infections", category="disease", start=text.index("chest infections"),
+                   end=text.index("chest infections") + 16)]
+    assert illness_course(text, find_durations(text), ents) == "chronic"
