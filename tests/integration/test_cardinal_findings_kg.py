@@ -94,6 +94,16 @@ KAWASAKI_CASE = ("{age} with five days of high fever, red eyes, a rash, cracked 
                  "and red palms and soles.")
 
 
+def _place(res, ranker, text: str, did: str, k: int = 300):
+    """Where the KG ranker puts ``did`` for a presentation (0-based rank, score) and what the extractor read."""
+    ex = res.mee.extract(text)
+    findings, negated = ranking_findings(ex)
+    ranked = ranker.rank(findings, negated, k=k, age=ex.age_years, sex=ex.sex, course=ex.course)
+    ids = [c.concept_id for c in ranked]
+    assert did in ids, (text, ids[:10])
+    return ids.index(did), ranked[ids.index(did)].score, ex
+
+
 def test_a_typical_age_reaches_the_graph_and_weighs_an_adult_down(knowledge, kg):
     """Kawasaki disease is a disease of small children (the table's typical age: up to 16); its node carries that,
     and the same presentation ranks it lower for a 30-year-old than for a 3-year-old, by the age penalty."""
@@ -103,22 +113,15 @@ def test_a_typical_age_reaches_the_graph_and_weighs_an_adult_down(knowledge, kg)
     assert (kg.report or {}).get("cardinal_typical_ages") == len(written)
     res = Resources(llm_config=LLMConfig(), kg=kg, index=knowledge[1])
     ranker = KGRanker(kg)
-    scores = {}
-    for who in ("A 3-year-old boy", "A 30-year-old man"):
-        ex = res.mee.extract(KAWASAKI_CASE.format(age=who))
-        findings, negated = ranking_findings(ex)
-        ranked = ranker.rank(findings, negated, k=200, age=ex.age_years, sex=ex.sex)
-        ids = [c.concept_id for c in ranked]
-        assert KAWASAKI in ids, (who, ids[:10])
-        scores[who] = (ids.index(KAWASAKI), ranked[ids.index(KAWASAKI)].score)
-    child, adult = scores["A 3-year-old boy"], scores["A 30-year-old man"]
-    assert child[0] < 3, child
+    child = _place(res, ranker, KAWASAKI_CASE.format(age="A 3-year-old boy"), KAWASAKI, k=200)
+    adult = _place(res, ranker, KAWASAKI_CASE.format(age="A 30-year-old man"), KAWASAKI, k=200)
+    assert child[0] < 3, child[:2]
     assert adult[0] > child[0]
     assert adult[1] == pytest.approx(child[1] * ranker.config.age_mismatch, rel=0.02)
 
 
 BRONCHIECTASIS = "DOID:9563"
-COUGH_CASE = "A 60-year-old man with {duration} of a daily cough bringing up thick green sputum, and wheezing."
+COUGH_CASE = "A 60-year-old man with {duration}a daily cough bringing up thick green sputum, and wheezing."
 
 
 def test_a_course_reaches_the_graph_and_weighs_a_chronic_disease_down_for_an_illness_of_days(knowledge, kg):
@@ -131,14 +134,10 @@ def test_a_course_reaches_the_graph_and_weighs_a_chronic_disease_down_for_an_ill
         assert kg.graph.nodes[did].get("typical_course") == course, did
     res = Resources(llm_config=LLMConfig(), kg=kg, index=knowledge[1])
     ranker = KGRanker(kg)
-    scores = {}
-    for duration in ("4 days", "6 months"):
-        ex = res.mee.extract(COUGH_CASE.format(duration=duration))
-        findings, negated = ranking_findings(ex)
-        ranked = ranker.rank(findings, negated, k=300, age=ex.age_years, sex=ex.sex, course=ex.course)
-        ids = [c.concept_id for c in ranked]
-        assert BRONCHIECTASIS in ids, (duration, ids[:10])
-        scores[ex.course] = (ids.index(BRONCHIECTASIS), ranked[ids.index(BRONCHIECTASIS)].score)
-    acute, chronic = scores["acute"], scores["chronic"]
+    acute = _place(res, ranker, COUGH_CASE.format(duration="4 days of "), BRONCHIECTASIS)
+    chronic = _place(res, ranker, COUGH_CASE.format(duration="6 months of "), BRONCHIECTASIS)
+    unsaid = _place(res, ranker, COUGH_CASE.format(duration=""), BRONCHIECTASIS)
+    assert (acute[2].course, chronic[2].course, unsaid[2].course) == ("acute", "chronic", None)
     assert acute[0] > chronic[0]
     assert acute[1] == pytest.approx(chronic[1] * ranker.config.course_mismatch, rel=0.02)
+    assert unsaid[1] == pytest.approx(chronic[1], rel=0.02)
