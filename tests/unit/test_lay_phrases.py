@@ -342,6 +342,8 @@ def test_ordinary_sentences_are_no_mental_state_finding(text):
     ("my joints have been swelling", "Joint swelling"),
     ("my cheeks are swollen", "facial edema"),
     ("I have a strong urge to vomit", "nausea"),
+    ("she tires when chewing", "Fatigable weakness"),
+    ("fatigability of the arms on repeated abduction", "Fatigable weakness"),
 ])
 def test_everyday_wording_of_a_patient_writing_to_a_chat(text, name):
     assert name in names(text)
@@ -353,6 +355,7 @@ def test_everyday_wording_of_a_patient_writing_to_a_chat(text, name):
     "The room is cold.",
     "My skin is fine.",
     "She drinks a glass of wine with dinner.",
+    "The traffic gets worse in the evening.",
 ])
 def test_everyday_wording_needs_the_finding(text):
     assert names(text) == []
