@@ -23,7 +23,12 @@ such expressions to the concept the vocabulary would have found for the clinical
     the pattern names a region where pain is felt ("epigastrium", "left hypochondrium"); the region's words are the
     finding when a word for pain or tenderness comes before them in the same clause, so each place of a list is
     read: "pain (burning) in the lower chest, the left hypochondrium and the epigastrium" gives left upper
-    quadrant pain and epigastric pain.
+    quadrant pain and epigastric pain;
+``worsening``
+    the pattern is a worsening by the time of day or with use ("worse in the evening", "worsens with exercise");
+    it is the finding only when a word of weakness, drooping or double vision comes before it in the same clause
+    ("drooping eyelids that get worse in the evening" gives fatigable weakness beside ptosis and diplopia; "the
+    traffic gets worse in the evening" gives nothing).
 
 Negation, history and family come from the sentence around the phrase (medspaCy ConText), as for any vocabulary
 match: "no blood in my pee" is a negated hematuria. A phrase is read as a whole (its words are not matched again),
@@ -39,10 +44,13 @@ from pathlib import Path
 from .findings import Finding, PhraseRule, read_phrase_table, resolve_overlaps
 
 LAY_TABLE = Path(__file__).with_name("lay_phrases.tsv")
-FORMS = ("phrase", "pain", "swelling", "lesion", "region")
+FORMS = ("phrase", "pain", "swelling", "lesion", "region", "worsening")
 # words for pain: a region named after one in its clause is a site of pain (no sentence or clause break between)
 _PAIN_WORDS = r"pains?|painful|tender(?:ness)?|discomfort|aches?|aching|cramps?|cramping|colic(?:ky)?"
 _PAIN_BEFORE = re.compile(rf"\b(?:{_PAIN_WORDS})\b[^.;:!?\n]{{0,160}}$", re.I)
+# words for weakness: a worsening named after one in its clause is the weakness's ("ptosis that worsens by evening")
+_WEAK_BEFORE = re.compile(r"\b(?:weak(?:ness|er)?|droop\w*|ptosis|eyelids?|double\s+vision|diplopia|tired\w*|"
+                          r"fatigue\w*|chewing|swallowing|speech|voice)\b[^.;:!?\n]{0,100}$", re.I)
 
 _I = re.IGNORECASE
 # the text before a body part that a pain radiates to: a word for pain (or pressure), a verb of radiation, a
@@ -85,7 +93,8 @@ def load_lay_table(path: Path | str = LAY_TABLE) -> list[PhraseRule]:
 
 
 def expand(form: str, part: str) -> str:
-    """The regular expression a ``pain``, ``swelling`` or ``region`` row stands for (``part`` names the body part);
+    """The regular expression a ``pain``, ``swelling``, ``region`` or ``worsening`` row stands for (``part`` names
+    the body part, the region or the worsening);
     a ``phrase`` or ``lesion`` row's pattern as it is."""
     p = f"(?:{part})"
     if form == "pain":
@@ -106,7 +115,7 @@ def expand(form: str, part: str) -> str:
             rf"\b{p}\s+swelling\b",
             rf"\bswelling\s+{p}\b",
         ))
-    if form == "region":
+    if form in ("region", "worsening"):
         return rf"\b(?:{part})\b"
     return part
 
@@ -148,6 +157,8 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
             if m.end() <= m.start():
                 continue
             if rule.form == "region" and not _PAIN_BEFORE.search(text, max(0, m.start() - 200), m.start()):
+                continue
+            if rule.form == "worsening" and not _WEAK_BEFORE.search(text, max(0, m.start() - 140), m.start()):
                 continue
             found.append(_finding(rule, text, m.start(), m.end()))
     for rule, pat in _radiation(str(path)):

@@ -349,6 +349,16 @@ def test_everyday_wording_of_a_patient_writing_to_a_chat(text, name):
     assert name in names(text)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("double vision and drooping eyelids that get worse in the evening", ["get worse in the evening"]),
+    ("Her weakness worsens throughout the day.", ["worsens throughout the day"]),
+    ("The traffic gets worse in the evening.", []),              # no word of weakness before it
+    ("Her headache gets worse in the evening.", []),
+])
+def test_a_worsening_by_time_of_day_is_fatigable_weakness_after_a_word_of_weakness(text, expected):
+    assert [f.text for f in find_lay_phrases(text) if f.name == "Fatigable weakness"] == expected
+
+
 @pytest.mark.parametrize("text", [
     "The veins were cannulated without difficulty.",
     "He walks to work every day.",
