@@ -466,7 +466,7 @@ def outside_endemic_regions(regions: Iterable[str] | None, endemic: Iterable[str
     return bool(been) and bool(where) and not (been & where)
 
 
-def course_mismatch(course: str | None, typical_course: str | None) -> bool:
+def opposite_course(course: str | None, typical_course: str | None) -> bool:
     """True when the presenting illness's course (``Extraction.course``: "acute" for days, "chronic" for months)
     is the opposite of a disease's typical first presentation (the cardinal-findings table's ``course``)."""
     return bool(course) and bool(typical_course) and {course, typical_course} == {"acute", "chronic"}
@@ -496,7 +496,7 @@ def demographic_factor(name: str, age: float | None, sex: str | None, cfg: Ranke
         factor *= cfg.age_mismatch
     if outside_endemic_regions(regions, endemic):
         factor *= cfg.region_mismatch
-    if course_mismatch(course, typical_course):
+    if opposite_course(course, typical_course):
         factor *= cfg.course_mismatch
     return factor
 

@@ -51,6 +51,8 @@ _PAIN_BEFORE = re.compile(rf"\b(?:{_PAIN_WORDS})\b[^.;:!?\n]{{0,160}}$", re.I)
 # words for weakness: a worsening named after one in its clause is the weakness's ("ptosis that worsens by evening")
 _WEAK_BEFORE = re.compile(r"\b(?:weak(?:ness|er)?|droop\w*|ptosis|eyelids?|double\s+vision|diplopia|tired\w*|"
                           r"fatigue\w*|chewing|swallowing|speech|voice)\b[^.;:!?\n]{0,100}$", re.I)
+# the forms read only after a word in their clause: a region after a word for pain, a worsening after one of weakness
+_NEEDS_BEFORE = {"region": _PAIN_BEFORE, "worsening": _WEAK_BEFORE}
 
 _I = re.IGNORECASE
 # the text before a body part that a pain radiates to: a word for pain (or pressure), a verb of radiation, a
@@ -156,9 +158,8 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
         for m in pat.finditer(text):
             if m.end() <= m.start():
                 continue
-            if rule.form == "region" and not _PAIN_BEFORE.search(text, max(0, m.start() - 200), m.start()):
-                continue
-            if rule.form == "worsening" and not _WEAK_BEFORE.search(text, max(0, m.start() - 140), m.start()):
+            before = _NEEDS_BEFORE.get(rule.form)
+            if before is not None and not before.search(text, max(0, m.start() - 200), m.start()):
                 continue
             found.append(_finding(rule, text, m.start(), m.end()))
     for rule, pat in _radiation(str(path)):
