@@ -32,6 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from knowledge.kg.normalize import normalise
+from knowledge.kg.mesh_nodes import is_mesh_disease
 
 from .textutil import terms
 from .types import DifferentialItem, Entity, Extraction, MustNotMissItem
@@ -203,8 +204,12 @@ class MustNotMiss:
         else:
             key = normalise(term)
             hits = [c for c in self.kg.lookup(term) if c.category != "drug"]
-            named = [c.id for c in hits if normalise(c.name) == key]
-            ids = named or [c.id for c in hits if key in {normalise(s) for s in c.synonyms}]
+            named = [c for c in hits if normalise(c.name) == key]
+            got = named or [c for c in hits if key in {normalise(s) for s in c.synonyms}]
+            # a disease the graph took from MeSH under a finding's name ("Hypotension", "Amaurosis Fugax") is not
+            # what the extractor reads the word as (agents/mee/lexicon.py): the trigger is the finding
+            findings = [c for c in got if not is_mesh_disease(c.id, c.category)]
+            ids = [c.id for c in (findings or got)]
         out = set(ids)
         for cid in ids:
             out |= self.kg.equivalents(cid)

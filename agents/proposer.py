@@ -25,6 +25,10 @@ _QUALIFIERS = {"acute", "chronic", "suspected", "possible", "probable", "likely"
                "community-acquired", "seasonal", "simple"}
 _PAREN = re.compile(r"\s*\(([^)]*)\)\s*")
 _SPLIT = re.compile(r"\s*(?:/|\bor\b|;)\s*", re.I)
+# what a small model appends to a diagnosis ("peptic ulcer disease with severe vomiting", "osteoporosis with
+# subperiosteal resorption", "anemia due to blood loss"): the name before it is tried after the name as written
+_TAIL = re.compile(r"\s*(?:\s-\s|\b(?:with(?:out)?|due\s+to|secondary\s+to|caused\s+by|associated\s+with|"
+                   r"complicated\s+by|in\s+the\s+setting\s+of|following|presenting\s+with)\b).*$", re.I)
 
 
 # a reason's length, capped in the schema (constrained decoding stops the string there, so a small model's long
@@ -64,8 +68,9 @@ def alternatives_schema(n: int) -> type[BaseModel]:
 
 def name_variants(name: str) -> list[str]:
     """Ways to look a model's disease name up, most literal first: as written; without a parenthesis; the
-    parenthesis itself (often an abbreviation); each alternative of "A / B"; then without leading qualifiers
-    ("acute viral bronchitis" -> "viral bronchitis" -> "bronchitis")."""
+    parenthesis itself (often an abbreviation); each alternative of "A / B"; without what follows the name ("peptic
+    ulcer disease with severe vomiting" -> "peptic ulcer disease"); then without leading qualifiers ("acute viral
+    bronchitis" -> "viral bronchitis" -> "bronchitis")."""
     out: list[str] = []
 
     def add(s: str) -> None:
@@ -81,10 +86,15 @@ def name_variants(name: str) -> list[str]:
         add(part)
     for i in inner:
         add(i)
-    words = bare.split()
-    while len(words) > 1 and words[0].lower().strip(",") in _QUALIFIERS:
-        words = words[1:]
-        add(" ".join(words))
+    for s in list(out):
+        head = _TAIL.sub("", s)
+        if head and head != s:
+            add(head)
+    for s in list(out):
+        words = s.split()
+        while len(words) > 1 and words[0].lower().strip(",") in _QUALIFIERS:
+            words = words[1:]
+            add(" ".join(words))
     return out
 
 

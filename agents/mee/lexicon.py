@@ -18,10 +18,11 @@ from typing import Protocol
 
 from agents.types import Category
 from knowledge.text import fold
+from knowledge.kg.mesh_nodes import is_mesh_disease
 
 log = logging.getLogger(__name__)
 
-LEXICON_VERSION = 7  # bump when build_lexicon changes
+LEXICON_VERSION = 8  # bump when build_lexicon changes
 
 # Vocabulary category -> Entity.category.
 CATEGORY_MAP: dict[str, Category] = {
@@ -41,6 +42,17 @@ CATEGORY_MAP: dict[str, Category] = {
 # phenotype, drug, anatomy. Within a category the concept whose preferred name is the surface form wins.
 CATEGORY_PRIORITY = {"symptom": 0, "disease": 1, "phenotype": 2, "finding": 2, "sign": 2, "test": 3, "drug": 4,
                      "chemical": 4, "anatomy": 5}
+# A disease the graph took from MeSH under a finding's name (cluster headache, anaphylaxis: Mondo holds them as
+# diseases, HPO as phenotypes) is read after the phenotype, so that the findings of a presentation stay findings.
+FINDING_NAMED_PRIORITY = 2.5
+
+
+def _priority(cid: str, category: str) -> float:
+    if is_mesh_disease(cid, category):
+        return FINDING_NAMED_PRIORITY
+    return CATEGORY_PRIORITY.get(category, 9)
+
+
 # In a past-history / family context a disease reading is more likely than a symptom reading.
 HISTORY_PRIORITY = {"disease": 0, "symptom": 1, "phenotype": 2}
 
@@ -221,7 +233,7 @@ def build_lexicon(vocabulary: Sequence[VocabEntryLike], tokenize) -> Lexicon:
             term = " ".join(term.split())
             if not _keep_term(term, stop):
                 continue
-            rank = (CATEGORY_PRIORITY.get(cat, 9), 0 if i == 0 else 1)
+            rank = (_priority(e.id, cat), 0 if i == 0 else 1)
             kb_alias.setdefault(term.lower(), {})[e.id] = rank
             if _is_acronym(term) and " " not in term:
                 acro.setdefault(term, {})[e.id] = rank

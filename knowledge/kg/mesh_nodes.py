@@ -135,6 +135,8 @@ def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str,
     rep = b.report
     mondo = mondo or {}
     findings = _names(b, FINDING_CATEGORIES, ("EXACT",))
+    mondo_diseases = {m.object_id.split(":", 1)[1].upper() for m in mondo.get("mondo-mesh", ())
+                      if m.subject_id.startswith("MONDO:") and m.object_id.upper().startswith("MESH:")}
     diseases = _names(b, ("disease",), ("EXACT", "MAPPED", "ABBREVIATION"))
     below = _descendants(descriptors)
     mapped: set[str] = set()          # the descriptors DO already holds (through the mappings)
@@ -159,9 +161,15 @@ def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str,
             continue
         own = {normalise(n) for t in d.terms if t.preferred_concept and not t.permuted
                for n in (t.text, uninvert(t.text) or "")} - {""}
-        if own & findings or node_id(d.id) in b.nodes:     # (an HSDN symptom without SYMP/HP equivalent has it)
+        if node_id(d.id) in b.nodes:     # an HSDN symptom without SYMP/HP equivalent has it
             rep["mesh_nodes_skipped_finding"] += 1
             continue
+        if own & findings:
+            if d.id.upper() not in mondo_diseases:
+                rep["mesh_nodes_skipped_finding"] += 1
+                continue
+            # a finding's name, but Mondo (a disease ontology) holds it as a disease: cluster headache, anaphylaxis
+            rep["mesh_nodes_finding_named_diagnoses"] += 1
         if own & diseases:
             rep["mesh_nodes_skipped_named_disease"] += 1
             continue

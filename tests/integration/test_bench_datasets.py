@@ -23,7 +23,7 @@ SECOND_PERSON = re.compile(r"\byou(?:r|rs|rself)?\b", re.IGNORECASE)
 
 # labels the KG has no disease concept for (matched by name); see clinicalrag/bench/labels.yaml
 UNLINKED = {
-    "ddxplus": {"Anaphylaxis", "Cluster headache", "Larygospasm", "Localized edema", "PSVT",
+    "ddxplus": {"Larygospasm", "Localized edema", "PSVT",
                 "Scombroid food poisoning"},
     "symptom2disease": {"Jaundice"},
 }

@@ -90,6 +90,15 @@ def test_name_variants_strip_parentheses_alternatives_and_qualifiers():
     assert name_variants("  migraine. ") == ["migraine"]
 
 
+def test_name_variants_drop_what_a_small_model_appends():
+    assert name_variants("Peptic ulcer disease with severe vomiting and abdominal pain") == [
+        "Peptic ulcer disease with severe vomiting and abdominal pain", "Peptic ulcer disease"]
+    assert name_variants("Acute anemia due to blood loss")[-1] == "anemia"
+    assert name_variants("Gastritis - likely NSAID induced")[1] == "Gastritis"
+    # a comma or "and" inside a name is part of it
+    assert name_variants("Hand, foot and mouth disease") == ["Hand, foot and mouth disease"]
+
+
 # ---- merging the model's ranking with the fused candidates -------------------------------------------------
 
 def _ev(i: str, concept: str) -> Evidence:

@@ -108,3 +108,14 @@ def test_mesh_diseases_do_not_make_a_do_concept_a_category():
     assert mesh_nodes.is_mesh_disease("MESH:D006560", "disease")
     assert not mesh_nodes.is_mesh_disease("MESH:D014008", "symptom")
     assert not mesh_nodes.is_mesh_disease("DOID:8566", "disease")
+
+
+def test_a_finding_name_that_mondo_holds_as_a_disease_gets_a_node(b):
+    """Venous thrombosis is an HPO phenotype's name; with a Mondo exact match (a disease ontology holds it as a
+    disease) the descriptor becomes a disease node all the same — without Mondo it stays a finding (above)."""
+    new = run(b, {"mondo-mesh": [exact("MONDO:0005", "MESH:D020246")]})
+    assert "MESH:D020246" in new and b.nodes["MESH:D020246"]["category"] == "disease"
+    assert b.nodes["MESH:D020246"]["name"] == "Venous Thrombosis"
+    assert b.nodes["HP:0004936"]["category"] == "phenotype"          # the phenotype stays as it is
+    assert b.report["mesh_nodes_finding_named_diagnoses"] == 1
+    assert b.report["mesh_nodes_skipped_finding"] == 2                 # leukocytosis, tinea pedis (no Mondo match)
