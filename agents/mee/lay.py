@@ -64,6 +64,15 @@ _RADIATES_TO = re.compile(
     r"across)\s+(?:(?:the|his|her|my|their|both|either)\s+)?"
     r"(?:(?:[\w-]+\s+){0,2}?[\w-]+(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
     r"(?:(?:the|his|her|my|their|both)\s+)?){0,3}$", re.I)
+# the text before a body part that is one of the sites of a pain: a word for pain, its qualities in brackets, a
+# preposition and, for the later sites of a list ("pain (sharp) in the forehead, the left cheek and the right
+# temple"), the sites named before it; a few words may lead up to the part ("the top of the head", "the right and
+# left side of the chest", "the left posterior chest wall")
+_PAIN_IN = re.compile(
+    rf"\b(?:{_PAIN_WORDS}|soreness)\b(?:\s*\([^()]{{0,100}}\))?\s+(?:in|on|around|at|behind|over)\s+"
+    r"(?:(?:the|his|her|my|their|both|either)\s+)?"
+    r"(?:(?:[\w-]+\s+){0,5}?[\w-]+(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
+    r"(?:(?:the|his|her|my|their|both)\s+)?){0,6}(?:[\w-]+\s+){0,5}$", re.I)
 # a skin lesion's description: descriptive words (those of the lesion rows and these) ending in a lesion noun
 _LESION_NOUN = (r"papules?|plaques?|patch(?:es)?|macules?|nodules?|lesions?|rash(?:es)?|eruptions?|vesicles?|bullae|"
                 r"blisters?|pustules?|ulcers?|ulcerations?|growths?|scales?|spots?|bumps?|moles?|wheals?|welts?|"
@@ -136,6 +145,14 @@ def _radiation(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
 
 
 @lru_cache(maxsize=4)
+def _sites(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
+    """The body parts of the ``pain`` rows as sites in a list after a pain ("the back", not "the back of the
+    head": that is the head's)."""
+    return [(rule, re.compile(rf"\b(?:{rule.pattern})\b(?!\s+of\b)", _I))
+            for rule in load_lay_table(path) if rule.form == "pain"]
+
+
+@lru_cache(maxsize=4)
 def _lesion(path: str) -> tuple[re.Pattern, list[tuple[PhraseRule, re.Pattern]]]:
     """The pattern of a lesion's description and the ``lesion`` rows' own patterns."""
     rows = [(rule, re.compile(rf"\b(?:{rule.pattern})\b", _I)) for rule in load_lay_table(path)
@@ -165,6 +182,10 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
     for rule, pat in _radiation(str(path)):
         for m in pat.finditer(text):
             if _RADIATES_TO.search(text, max(0, m.start() - 220), m.start()):
+                found.append(_finding(rule, text, m.start(), m.end()))
+    for rule, pat in _sites(str(path)):
+        for m in pat.finditer(text):
+            if _PAIN_IN.search(text, max(0, m.start() - 300), m.start()):
                 found.append(_finding(rule, text, m.start(), m.end()))
     description, rows = _lesion(str(path))
     for d in description.finditer(text):

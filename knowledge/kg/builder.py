@@ -32,6 +32,8 @@ LOCAL_SOURCES = {
                          "Apache-2.0 (ClinicalRAG; curated from common clinical usage)"),
     cardinal.SOURCE: (cardinal.PATH, cardinal.LICENSE),
     endemic.SOURCE: (endemic.PATH, endemic.LICENSE),
+    # the MeSH descriptors named like a finding that stay findings (read by mesh_nodes)
+    "kg-mesh-findings": (Path(__file__).with_name("mesh_findings.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
 }
 
 

@@ -14,9 +14,13 @@ nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each su
   does not count ("Emergencies" sits in C23 and in N06, health care) —, none in C22 (*Animal Diseases*) or C04.619
   (*Neoplasms, Experimental*); its heading does not group diseases ("... Abnormalities", "... Complications",
   "... Diseases"); and its name is not the
-  name or a synonym of a Symptom Ontology symptom or an HPO phenotype (tachycardia, anaphylaxis, venous thrombosis,
-  cluster headache stay the findings the extractor reads them as, so extraction does not change), nor a symptom
-  node of its own (HSDN symptoms without a SYMP/HP equivalent are ``MESH:`` nodes already);
+  name or a synonym of a Symptom Ontology symptom or an HPO phenotype (tachycardia, venous thrombosis stay
+  findings), nor a symptom node of its own (HSDN symptoms without a SYMP/HP equivalent are ``MESH:`` nodes
+  already) — unless Mondo, a disease ontology, exactly matches the descriptor: then it is a diagnosis named like a
+  finding (cluster headache, anaphylaxis, acute coronary syndrome, subarachnoid hemorrhage, gallstones) and gets a
+  node, except the signs, measurements and physical features Mondo files as diseases that the curated table
+  ``mesh_findings.tsv`` keeps findings (hypotension, anisocoria, steatorrhea). The extractor still reads such a
+  word as the finding (a MeSH disease comes after a phenotype of the same name, ``agents/mee/lexicon.py``);
 - **a clinical entity, not a category**: at most :data:`MAX_DESCENDANTS` descriptors below it in the disease trees
   ("Herpes Labialis", not "Intestinal Diseases, Parasitic"), and fewer than :data:`MAX_HELD_DESCENDANTS` of them
   diseases DO already holds (a heading such as "Clostridium Infections" over botulism, tetanus and gas gangrene
@@ -33,10 +37,11 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 from . import parsers
-from .builder import ABBREVIATION, MAPPED, NARROW, Builder, name_index
+from .builder import ABBREVIATION, LOCAL_SOURCES, MAPPED, NARROW, Builder, name_index
 from .normalize import normalise, uninvert
 
 
@@ -51,6 +56,8 @@ class VocabularyMerge(Protocol):
 
 
 SOURCE = "mesh-thesaurus"
+FINDINGS_SOURCE = "kg-mesh-findings"          # the descriptors named like a finding that stay findings (curated)
+FINDINGS_PATH = LOCAL_SOURCES[FINDINGS_SOURCE][0]
 TREE_SOURCE = "mesh-trees"
 PREFIX = "MESH"
 MAX_DESCENDANTS = 10
@@ -125,19 +132,43 @@ def _descendants(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, se
     return below
 
 
+def read_findings(path: str | Path = FINDINGS_PATH) -> dict[str, str]:
+    """The curated descriptors named like a finding that stay findings: MeSH UI -> MeSH heading (tab-separated
+    ``mesh, name, reason`` with a header line; ``#`` lines and blank lines are ignored)."""
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as fh:
+        header = None
+        for line in fh:
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = [x.strip() for x in line.rstrip("\n").split("\t")]
+            if header is None:
+                header = parts
+                if header[:3] != ["mesh", "name", "reason"]:
+                    raise ValueError(f"{Path(path).name}: the header must be 'mesh<TAB>name<TAB>reason'")
+                continue
+            if len(parts) < 3 or not re.fullmatch(r"D\d{6,9}", parts[0]) or not parts[2]:
+                raise ValueError(f"{Path(path).name}: a row needs a MeSH UI, its heading and a reason: {line!r}")
+            out[parts[0]] = parts[1]
+    return out
+
+
 def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
                       mondo: dict[str, list[parsers.Mapping]] | None = None,
-                      ncit_terms: dict[str, parsers.Term] | None = None) -> list[str]:
+                      ncit_terms: dict[str, parsers.Term] | None = None,
+                      findings_kept: Iterable[str] = ()) -> list[str]:
     """Add the MeSH disease descriptors DO lacks as disease nodes (see the module docstring); their names go
     through ``merge`` (applied later with the other vocabularies' names). ``mondo``: the Mondo SSSOM tables read
     (``mondo-mesh``, ``mondo-ncit``, ``mondo-umls`` are used when present); ``ncit_terms``: the NCI Thesaurus
-    classes, for definitions. Returns the new node ids."""
+    classes, for definitions; ``findings_kept``: the MeSH UIs named like a finding that stay findings although
+    Mondo holds them as diseases (:func:`read_findings`). Returns the new node ids."""
     rep = b.report
     mondo = mondo or {}
     findings = _names(b, FINDING_CATEGORIES, ("EXACT",))
     mondo_diseases = {m.object_id.split(":", 1)[1].upper() for m in mondo.get("mondo-mesh", ())
                       if m.subject_id.startswith("MONDO:") and m.object_id.upper().startswith("MESH:")}
     diseases = _names(b, ("disease",), ("EXACT", "MAPPED", "ABBREVIATION"))
+    kept = set(findings_kept)
     below = _descendants(descriptors)
     mapped: set[str] = set()          # the descriptors DO already holds (through the mappings)
     unmapped: list[parsers.MeshDescriptor] = []
@@ -165,7 +196,7 @@ def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str,
             rep["mesh_nodes_skipped_finding"] += 1
             continue
         if own & findings:
-            if d.id.upper() not in mondo_diseases:
+            if d.id.upper() not in mondo_diseases or d.id in kept:
                 rep["mesh_nodes_skipped_finding"] += 1
                 continue
             # a finding's name, but Mondo (a disease ontology) holds it as a disease: cluster headache, anaphylaxis

@@ -157,6 +157,19 @@ def test_abbreviation_table_names_do_concepts(do_builder):
                                                "DKA", "AKI", "CKD", "TB", "HIV", "MS", "OSA", "PCOS"}
 
 
+def test_mesh_findings_table_names_real_descriptors_mondo_calls_diseases(mesh, mondo):
+    """Each row of the curated findings-in-disguise table is a MeSH disease descriptor (its heading as written) that
+    Mondo exactly matches — a row the Mondo rule would not reach is dead weight and fails here."""
+    from knowledge.kg import mesh_nodes
+
+    kept = mesh_nodes.read_findings()
+    assert len(kept) >= 20 and {"D007022", "D015875", "D045602"} <= set(kept)   # hypotension, anisocoria, steatorrhea
+    in_mondo = {m.object_id.split(":", 1)[1].upper() for m in mondo["mondo-mesh"] if ":" in m.object_id}
+    for ui, name in kept.items():
+        assert ui in mesh and mesh[ui].name == name, (ui, name)
+        assert ui in in_mondo, (ui, name)
+
+
 # ---------------------------------------------------------------- merged into DO
 def test_mesh_entry_terms_reach_myocardial_infarction(merged):
     b, merge = merged

@@ -15,7 +15,7 @@ def test_table_rows_are_well_formed(tmp_path):
     rules = load_lay_table()
     assert len(rules) > 60
     assert {r.form for r in rules} == set(FORMS)
-    assert all(r.concept_id.split(":")[0] in ("HP", "SYMP") for r in rules)
+    assert all(r.concept_id.split(":")[0] in ("HP", "SYMP", "MESH") for r in rules)
     bad = tmp_path / "bad.tsv"
     bad.write_text("HP:1\tname\tsideways\tx\n")
     with pytest.raises(ValueError, match="bad.tsv:1"):
@@ -159,7 +159,7 @@ def test_more_everyday_wording(text, name):
 
 @pytest.mark.parametrize("text, expected", [
     ("Pain (stabbing, burning) in the lower chest, the left hypochondrium and the epigastrium, radiating to the back.",
-     ["left upper quadrant abdominal pain", "Epigastric pain", "backache"]),
+     ["chest pain", "left upper quadrant abdominal pain", "Epigastric pain", "backache"]),
     ("Tenderness over the right iliac fossa and the right flank.",
      ["right lower quadrant abdominal pain", "Flank pain"]),
     ("Colicky pain from the left flank to the groin.", ["colic", "Flank pain"]),
@@ -255,6 +255,31 @@ def test_a_pain_radiating_to_a_body_part_is_pain_there(text, expected):
 def test_radiation_needs_a_pain_and_the_part_itself(text):
     got = names(text)
     assert not {"backache", "Upper limb pain", "chest pain", "Lower limb pain", "throat pain"} & set(got), got
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Pain (lancinating, sharp) in the forehead, the left cheek and the left temple; intensity 10/10.",
+     ["headache", "Facial Pain"]),
+    ("Pain (burning) in the right tonsil, the thyroid cartilage, the palate and the pharynx; intensity 4/10.",
+     ["throat pain"]),
+    ("Pain (heavy) in the right biceps, the right and left side of the chest and the left posterior chest wall.",
+     ["Upper limb pain", "chest pain"]),
+    ("Pain in the top of the head and the back of the neck.", ["headache", "neck pain"]),
+    ("Aching pain over the left ankle, the right wrist and both elbows.", ["Ankle pain", "Wrist pain", "elbow pain"]),
+    ("Pain (sensitive) in the left testicle.", ["testicular pain"]),
+])
+def test_each_site_listed_after_a_pain_is_pain_there(text, expected):
+    assert sorted(set(names(text))) == sorted(expected)
+
+
+@pytest.mark.parametrize("text", [
+    "A rash on the forehead and the cheeks.",                    # no pain: a rash there is no headache
+    "She has pain in the morning. Her cheeks are flushed.",      # another sentence
+    "Swelling of the left ankle and the wrist.",                 # a swelling, not a pain
+])
+def test_sites_need_a_pain_in_their_clause(text):
+    got = set(names(text))
+    assert not {"headache", "Facial Pain", "Ankle pain", "Wrist pain"} & got, got
 
 
 def test_each_word_of_a_lesion_description_is_its_own_finding():

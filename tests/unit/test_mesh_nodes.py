@@ -119,3 +119,25 @@ def test_a_finding_name_that_mondo_holds_as_a_disease_gets_a_node(b):
     assert b.nodes["HP:0004936"]["category"] == "phenotype"          # the phenotype stays as it is
     assert b.report["mesh_nodes_finding_named_diagnoses"] == 1
     assert b.report["mesh_nodes_skipped_finding"] == 2                 # leukocytosis, tinea pedis (no Mondo match)
+
+
+def test_a_curated_finding_stays_a_finding_whatever_mondo_says(b, tmp_path):
+    table = tmp_path / "findings.tsv"
+    table.write_text("# comment\nmesh\tname\treason\nD020246\tVenous Thrombosis\ta sign, for this test\n")
+    kept = mesh_nodes.read_findings(table)
+    assert kept == {"D020246": "Venous Thrombosis"}
+    merge = vocab.VocabularyMerge(b)
+    new = mesh_nodes.add_mesh_diseases(b, merge, DESCRIPTORS, {"mondo-mesh": [exact("MONDO:0005", "MESH:D020246")]},
+                                       None, kept)
+    assert "MESH:D020246" not in new and b.report["mesh_nodes_skipped_finding"] == 3
+
+
+def test_the_findings_table_format_is_checked(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("ui\tname\treason\n")
+    with pytest.raises(ValueError, match="header"):
+        mesh_nodes.read_findings(bad)
+    bad.write_text("mesh\tname\treason\nD020246\tVenous Thrombosis\t\n")
+    with pytest.raises(ValueError, match="reason"):
+        mesh_nodes.read_findings(bad)
+    assert len(mesh_nodes.read_findings()) >= 20                       # the shipped table reads
