@@ -65,7 +65,7 @@ def test_every_rule_has_a_reason_and_a_citation():
     (["headache"], 72, "female", {"DOID:13375"}),
     (["abdominal pain"], 28, "female", {"DOID:8337", "DOID:0060329", "DOID:8437"}),
     (["abdominal pain"], 75, "male", {"DOID:7693", "DOID:8590"}),
-    (["dyspnea"], 40, None, {"DOID:9477", "DOID:5844", "DOID:1673", "HP:0100845"}),
+    (["dyspnea"], 40, None, {"DOID:9477", "DOID:5844", "DOID:1673", "MESH:D000707"}),
     (["fever", "stiff neck"], 20, None, {"DOID:9470"}),
     (["fever", "neutropenia"], 60, None, {"DOID:0040085"}),
     (["syncope"], 70, "male", {"DOID:9477", "DOID:1712"}),
