@@ -101,6 +101,8 @@ CLINICAL_ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "DVT": ("deep vein thrombosis",),
     "PE": ("pulmonary embolism",),
     "TIA": ("transient ischemic attack",),
+    "SAH": ("subarachnoid hemorrhage",),
+    "ACS": ("acute coronary syndrome",),
     "CVA": ("stroke",),
     "BPH": ("benign prostatic hyperplasia",),
     "RA": ("rheumatoid arthritis",),

@@ -317,8 +317,13 @@ class VocabularyMerge:
             self.candidates.append(Candidate(doid, text, scope, source))
 
     def add_abbreviations(self, rows: Iterable[parsers.Abbreviation], source: str) -> None:
-        """Curated abbreviations; a row naming a DO id the graph lacks is counted and left out."""
+        """Curated abbreviations; a row naming a DO id the graph lacks is counted and left out. A row naming a
+        disease added from MeSH (``MESH:`` id) is kept for :meth:`apply`, which leaves it out when no such node was
+        added."""
         for r in rows:
+            if r.concept.startswith("MESH:"):
+                self.curated.append(Candidate(r.concept, r.abbreviation, ABBREVIATION, source))
+                continue
             doid = self.b.do_id(r.concept)
             if doid is None:
                 self.b.report["vocab_abbreviations_unknown_doid"] += 1

@@ -193,7 +193,8 @@ def test_vocabularies_merged_into_do(kg):
     assert "MESH:D002690" not in kg.graph and _ids(kg.lookup("chlamydia", categories=["disease"]))[0] == "DOID:11263"
     assert any(i.startswith("DOID:") for i in _ids(kg.lookup("botulism", categories=["disease"])))
     for text, doid in [("MI", MI), ("Cardiovascular Stroke", MI), ("MONDO:0005068", MI), ("COPD", "DOID:3083"),
-                       ("Kidney Stone", "DOID:585"), ("sixth disease", "DOID:0050495"), ("T2DM", "DOID:9352")]:
+                       ("Kidney Stone", "DOID:585"), ("sixth disease", "DOID:0050495"), ("T2DM", "DOID:9352"),
+                       ("SAH", "MESH:D013345"), ("ACS", "MESH:D054058"), ("Cluster Headache", "MESH:D003027")]:
         assert _ids(kg.lookup(text, categories=["disease"]))[0] == doid, text
     assert _ids(kg.lookup("heart attack"))[0] == MI
     stone = kg.concept("DOID:585")

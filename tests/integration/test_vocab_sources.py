@@ -150,6 +150,8 @@ def test_abbreviation_table_names_do_concepts(do_builder):
     assert len(rows) >= 100
     assert len({r.abbreviation.casefold() for r in rows}) == len(rows)
     for r in rows:
+        if r.concept.startswith("MESH:"):          # a disease added from MeSH: checked on the built graph
+            continue
         doid = do_builder.do_id(r.concept)
         assert doid == r.concept, f"{r.abbreviation}: {r.concept} is not a current DO disease"
         assert r.comment, r.abbreviation
