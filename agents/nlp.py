@@ -108,6 +108,13 @@ PERSISTENCE_PHRASES: tuple[str, ...] = (
     "does not get better", "not getting better", "won't quit", "no matter what",
 )
 
+# Phrases saying the patient cannot do something: an inability is a complaint ("not able to breathe properly"), not
+# a denial of the findings after it ("i am not able to brethe propelry, lying on bed due to high fever").
+INABILITY_PHRASES: tuple[str, ...] = (
+    "not able to", "unable to", "isn't able to", "wasn't able to", "aren't able to", "weren't able to",
+    "not been able to",
+)
+
 # Test names that hold a cue word: "free T4 is high" denies nothing ("free" is a negation cue in "pain-free").
 TEST_NAME_PHRASES: tuple[str, ...] = (
     "free T4", "free T3", "free thyroxine", "free triiodothyronine", "free testosterone", "free cortisol",
@@ -223,8 +230,10 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
         ConTextRule("according to <relative>", "PSEUDO", direction="PSEUDO", pattern=[
             {"LOWER": "according"}, {"LOWER": "to"}, owner, relative]),
     ])
-    # "a cough that won't go away", "a rash I can't get rid of": a complaint that persists, not a denial
-    context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO") for lit in PERSISTENCE_PHRASES + TEST_NAME_PHRASES])
+    # "a cough that won't go away", "a rash I can't get rid of": a complaint that persists, not a denial; "not able
+    # to", "unable to": an inability, not a denial
+    context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO")
+                 for lit in PERSISTENCE_PHRASES + INABILITY_PHRASES + TEST_NAME_PHRASES])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
     _headers_need_colon_or_line_start(sectionizer)

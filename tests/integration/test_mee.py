@@ -165,6 +165,15 @@ def test_negation_cues(mee):
     assert not by_text(ex, "nausea").negated
 
 
+def test_an_inability_denies_nothing_after_it(mee):
+    """"Not able to", "unable to": a complaint, not a denial of what follows (a misspelt verb left the whole sentence
+    negated); a real denial later in the sentence still counts."""
+    ex = mee.extract("i am not able to brethe propelry , lying on bed due to high fever , lot of mucus gets out")
+    assert by_text(ex, "high fever").positive and not by_text(ex, "lot of mucus").negated
+    ex = mee.extract("He is unable to walk and has no fever.")
+    assert by_text(ex, "fever").negated
+
+
 def test_the_exception_to_a_denial_is_present(mee):
     """"Other than X", "apart from X": X is there, whatever the sentence denies around it."""
     ex = mee.extract("Other than the itchy rash, a review of systems is negative. She has no complaints apart from "
