@@ -31,8 +31,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from knowledge.kg.normalize import normalise
 from knowledge.kg.mesh_nodes import is_mesh_disease
+from knowledge.kg.normalize import normalise
 
 from .textutil import terms
 from .types import DifferentialItem, Entity, Extraction, MustNotMissItem

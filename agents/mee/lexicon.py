@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Protocol
 
 from agents.types import Category
-from knowledge.text import fold
 from knowledge.kg.mesh_nodes import is_mesh_disease
+from knowledge.text import fold
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,9 @@ CATEGORY_MAP: dict[str, Category] = {
 # phenotype, drug, anatomy. Within a category the concept whose preferred name is the surface form wins.
 CATEGORY_PRIORITY = {"symptom": 0, "disease": 1, "phenotype": 2, "finding": 2, "sign": 2, "test": 3, "drug": 4,
                      "chemical": 4, "anatomy": 5}
-# A disease the graph took from MeSH under a finding's name (cluster headache, anaphylaxis: Mondo holds them as
-# diseases, HPO as phenotypes) is read after the phenotype, so that the findings of a presentation stay findings.
+# A disease the graph took from MeSH is read after a phenotype of the same name: those that share one were named like
+# a finding (cluster headache, anaphylaxis: Mondo holds them as diseases, HPO as phenotypes), and the findings of a
+# presentation stay findings.
 FINDING_NAMED_PRIORITY = 2.5
 
 
