@@ -25,6 +25,10 @@ _DURATION_PATTERNS = [
     # past week / last month (implicit one)
     re.compile(r"\b(?:for|over|during|in)\s+the\s+(?:past|last)\s+" + r"()" + _UNIT + r"\b", re.I),
 ]
+# clinical shorthand for a duration: "2/7" two days, "3/52" three weeks, "6/12" six months, "4/24" four hours (not
+# a date "1/12/2024", not "24/7", not a score "4/5" or a pressure "120/80")
+_SHORTHAND = re.compile(r"(?<![\w/.])(\d{1,2})\s?/\s?(7|52|12|24)(?![\w/.])")
+_SHORTHAND_UNIT = {"7": "d", "52": "w", "12": "mo", "24": "h"}
 _AGE_PATTERNS = [
     re.compile(r"\b(\d{1,3}(?:\.\d+)?)[\s-]*(years?|yrs?|y|months?|mos?|weeks?|wks?|days?|d)[\s-]*old\b", re.I),
     re.compile(r"\b(\d{1,3})\s*(?:yo|y/o|y\.o\.?|yoa|yrs?)(?![a-z])", re.I),
@@ -105,6 +109,13 @@ def find_durations(text: str) -> list[Duration]:
             days = num * _UNIT_DAYS.get(unit, 1.0)
             found.append((m.start(), m.end(), Duration(text=m.group(0).strip(), days=round(days, 4),
                                                        start=m.start(), end=m.end())))
+    for m in _SHORTHAND.finditer(text):
+        num, unit = int(m.group(1)), _SHORTHAND_UNIT[m.group(2)]
+        if num == 0 or (m.group(1), m.group(2)) == ("24", "7") or any(s < m.end() and m.start() < e
+                                                                     for s, e, _ in found):
+            continue
+        found.append((m.start(), m.end(), Duration(text=m.group(0), days=round(num * _UNIT_DAYS[unit], 4),
+                                                   start=m.start(), end=m.end())))
     return [d for _, _, d in sorted(found, key=lambda t: t[0])]
 
 

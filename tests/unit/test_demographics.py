@@ -39,6 +39,12 @@ def test_spans_point_at_the_words():
     ("chest pain for 30 minutes", [("for 30 minutes", 30 / 1440)]),
     ("5 days ago he fell", [("5 days ago", 5.0)]),
     ("seen last year at d 3", []),
+    # clinical shorthand: N/7 days, N/52 weeks, N/12 months, N/24 hours
+    ("25F, 2/7 burning on micturition", [("2/7", 2.0)]),
+    ("productive cough 3/52, weight loss 6/12", [("3/52", 21.0), ("6/12", 180.0)]),
+    ("chest pain 4/24", [("4/24", 4 / 24)]),
+    # ... and not a pressure, a score, a date or "all the time"
+    ("BP 120/80, power 4/5, GCS 14/15, seen 1/12/2024, carer 24/7", []),
 ])
 def test_durations(text, expected):
     got = [(d.text, d.days) for d in find_durations(text)]
@@ -56,6 +62,7 @@ def test_durations(text, expected):
     ("Back from Ghana 3 months ago, she has had fever for 4 days.", "acute"),           # nor a journey
     ("Her last menstrual period was 16 years ago. Fever for 2 days.", "acute"),        # nor a last period
     ("He woke up with crushing chest pain.", "acute"),
+    ("25F, 2/7 burning on micturition, suprapubic ache.", "acute"),                    # clinical shorthand
     ("I woke up this morning and found a rash all over my skin.", None),                # when it was seen, not began
     ("Cough for 12 hours. She underwent an abdominal hysterectomy 16 years ago.", "acute"),   # an event's date
     ("The cough began 3 months ago.", "chronic"),                                       # an illness's onset
