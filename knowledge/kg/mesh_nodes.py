@@ -29,8 +29,8 @@ nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each su
 Each node gets its descriptor's entry terms as synonyms (the synonyms of the preferred concept ``MAPPED``, the
 terms of its other concepts ``NARROW``, through the merge's guards, so a name another concept owns is not taken;
 names of findings are left out as above), an ``is_a`` edge to the nearest MeSH ancestor the graph holds (a DO
-concept through the mappings, or another new node), and, through Mondo's exact matches, its Mondo and UMLS
-identifiers and the NCI Thesaurus definition (the reference base cites it; the miner reads findings in it).
+concept through the mappings, or another new node), and, through Mondo's exact matches, its Mondo, UMLS and
+ICD-10-CM identifiers and the NCI Thesaurus definition (the reference base cites it; the miner reads findings in it).
 """
 from __future__ import annotations
 
@@ -277,8 +277,9 @@ def _own_names(a: dict) -> set[str]:
 
 def _mondo_facts(b: Builder, merge: VocabularyMerge, chosen: dict[str, parsers.MeshDescriptor],
                  mondo: dict[str, list[parsers.Mapping]], ncit_terms: dict[str, parsers.Term]) -> None:
-    """Mondo and UMLS identifiers and the NCIt definition of the new nodes, through Mondo's exact matches
-    (a Mondo disease matched by exactly one new node)."""
+    """Mondo, UMLS and ICD-10-CM identifiers and the NCIt definition of the new nodes, through Mondo's exact
+    matches (a Mondo disease matched by exactly one new node); the ICD-10-CM code is one of the commonness prior's
+    marks, as it is for the DO diseases."""
     mondo_of_mesh: dict[str, set[str]] = defaultdict(set)
     for m in mondo.get("mondo-mesh", ()):
         if m.subject_id.startswith("MONDO:") and m.object_id.upper().startswith("MESH:"):
@@ -292,7 +293,7 @@ def _mondo_facts(b: Builder, merge: VocabularyMerge, chosen: dict[str, parsers.M
     single = {mid: next(iter(ns)) for mid, ns in targets.items() if len(ns) == 1}
     for mid, nid in single.items():
         merge.xrefs.append((nid, "MONDO", mid.split(":", 1)[1], "mondo-mesh"))
-    for sid, prefix in (("mondo-umls", "UMLS_CUI"), ("mondo-ncit", "NCI")):
+    for sid, prefix in (("mondo-umls", "UMLS_CUI"), ("mondo-ncit", "NCI"), ("mondo-icd10cm", "ICD10CM")):
         for m in mondo.get(sid, ()):
             nid = single.get(m.subject_id)
             if nid is None or ":" not in m.object_id:

@@ -95,12 +95,14 @@ def test_names_parents_and_natural_order(b):
 def test_mondo_gives_identifiers_and_the_ncit_definition(b):
     mondo = {"mondo-mesh": [exact("MONDO:0043653", "MESH:D006560")],
              "mondo-umls": [exact("MONDO:0043653", "UMLS:C0019345")],
-             "mondo-ncit": [exact("MONDO:0043653", "NCIT:C34695")]}
+             "mondo-ncit": [exact("MONDO:0043653", "NCIT:C34695")],
+             "mondo-icd10cm": [exact("MONDO:0043653", "ICD10CM:B00.1")]}
     ncit = {"NCIT:C34695": Term("NCIT:C34695", "Herpes Labialis", definition="A lesion caused by herpes simplex "
                                                                               "virus, involving the lips.")}
     run(b, mondo, ncit)
     a = b.nodes["MESH:D006560"]
     assert a["xrefs"]["MONDO"] == ["0043653"] and a["xrefs"]["UMLS_CUI"] == ["C0019345"]
+    assert a["xrefs"]["ICD10CM"] == ["B00.1"]                          # a mark of the commonness prior
     assert a["definitions"][0]["source"] == "ncit" and "lips" in a["definitions"][0]["text"]
 
 
