@@ -94,11 +94,16 @@ def find_age_sex(text: str) -> tuple[float | None, str | None, list[tuple[int, i
     return age, sex, spans
 
 
+def _taken(found: list[tuple[int, int, Duration]], m: re.Match) -> bool:
+    """``m`` overlaps a duration already found (the earlier pattern wins)."""
+    return any(s < m.end() and m.start() < e for s, e, _ in found)
+
+
 def find_durations(text: str) -> list[Duration]:
     found: list[tuple[int, int, Duration]] = []
     for pat in _DURATION_PATTERNS:
         for m in pat.finditer(text):
-            if any(s < m.end() and m.start() < e for s, e, _ in found):
+            if _taken(found, m):
                 continue
             num = _parse_number(m.group(1)) if m.group(1) else 1.0
             if num is None:
@@ -111,8 +116,7 @@ def find_durations(text: str) -> list[Duration]:
                                                        start=m.start(), end=m.end())))
     for m in _SHORTHAND.finditer(text):
         num, unit = int(m.group(1)), _SHORTHAND_UNIT[m.group(2)]
-        if num == 0 or (m.group(1), m.group(2)) == ("24", "7") or any(s < m.end() and m.start() < e
-                                                                     for s, e, _ in found):
+        if num == 0 or (m.group(1), m.group(2)) == ("24", "7") or _taken(found, m):
             continue
         found.append((m.start(), m.end(), Duration(text=m.group(0), days=round(num * _UNIT_DAYS[unit], 4),
                                                    start=m.start(), end=m.end())))

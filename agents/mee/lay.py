@@ -138,17 +138,10 @@ def _compiled(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
 
 
 @lru_cache(maxsize=4)
-def _radiation(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
-    """The body parts of the ``pain`` rows as places a pain radiates to ("the back", not "the back of the head")."""
+def _body_parts(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
+    """The body parts of the ``pain`` rows as places a pain radiates to or is felt in, one of a list ("the back",
+    not "the back of the head": that is the head's)."""
     return [(rule, re.compile(rf"\b{_SIDE}(?:{rule.pattern})\b(?!\s+of\b)", _I))
-            for rule in load_lay_table(path) if rule.form == "pain"]
-
-
-@lru_cache(maxsize=4)
-def _sites(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
-    """The body parts of the ``pain`` rows as sites in a list after a pain ("the back", not "the back of the
-    head": that is the head's)."""
-    return [(rule, re.compile(rf"\b(?:{rule.pattern})\b(?!\s+of\b)", _I))
             for rule in load_lay_table(path) if rule.form == "pain"]
 
 
@@ -179,13 +172,10 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
             if before is not None and not before.search(text, max(0, m.start() - 200), m.start()):
                 continue
             found.append(_finding(rule, text, m.start(), m.end()))
-    for rule, pat in _radiation(str(path)):
+    for rule, pat in _body_parts(str(path)):     # a place a pain radiates to, or one of the sites listed after it
         for m in pat.finditer(text):
-            if _RADIATES_TO.search(text, max(0, m.start() - 220), m.start()):
-                found.append(_finding(rule, text, m.start(), m.end()))
-    for rule, pat in _sites(str(path)):
-        for m in pat.finditer(text):
-            if _PAIN_IN.search(text, max(0, m.start() - 300), m.start()):
+            if _RADIATES_TO.search(text, max(0, m.start() - 220), m.start()) or \
+                    _PAIN_IN.search(text, max(0, m.start() - 300), m.start()):
                 found.append(_finding(rule, text, m.start(), m.end()))
     description, rows = _lesion(str(path))
     for d in description.finditer(text):
