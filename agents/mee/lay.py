@@ -141,7 +141,7 @@ def _compiled(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
 def _body_parts(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
     """The body parts of the ``pain`` rows as places a pain radiates to or is felt in, one of a list ("the back",
     not "the back of the head": that is the head's)."""
-    return [(rule, re.compile(rf"\b{_SIDE}(?:{rule.pattern})\b(?!\s+of\b)", _I))
+    return [(rule, re.compile(rf"\b({_SIDE})(?:{rule.pattern})\b(?!\s+of\b)", _I))
             for rule in load_lay_table(path) if rule.form == "pain"]
 
 
@@ -174,9 +174,11 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
             found.append(_finding(rule, text, m.start(), m.end()))
     for rule, pat in _body_parts(str(path)):     # a place a pain radiates to, or one of the sites listed after it
         for m in pat.finditer(text):
-            if _RADIATES_TO.search(text, max(0, m.start() - 220), m.start()) or \
-                    _PAIN_IN.search(text, max(0, m.start() - 300), m.start()):
-                found.append(_finding(rule, text, m.start(), m.end()))
+            if _RADIATES_TO.search(text, max(0, m.start() - 220), m.start()):
+                found.append(_finding(rule, text, m.start(), m.end()))     # with its side ("the left arm")
+            part = m.end(1)                                                 # the part itself ("cheek")
+            if _PAIN_IN.search(text, max(0, part - 300), part):
+                found.append(_finding(rule, text, part, m.end()))
     description, rows = _lesion(str(path))
     for d in description.finditer(text):
         if _NOT_SKIN.search(text, max(0, d.start() - 40), d.start()):
