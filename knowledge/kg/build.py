@@ -35,10 +35,11 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-17"
+BUILDER_VERSION = "kg-18"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
-                   "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES)
+                   "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES,
+                   "kg-synonym-errata")
 OPTIONAL_SOURCES = ("ddxplus-conditions", "ddxplus-evidences")
 CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
 
@@ -513,6 +514,46 @@ def ingest_pharmacotherapydb(b: Builder, path: Path) -> None:
                n_curators=_int(row.get("n_curators")), n_resources=_int(row.get("n_resources")))
 
 
+def read_synonym_errata(path: Path) -> list[tuple[str, str, str]]:
+    """The curated synonym errata: (concept id, synonym, reason) rows of a tab-separated file with the header
+    ``concept, synonym, reason`` (``#`` lines and blank lines ignored)."""
+    rows: list[tuple[str, str, str]] = []
+    header = None
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = [x.strip() for x in line.split("\t")]
+        if header is None:
+            header = parts
+            if header[:3] != ["concept", "synonym", "reason"]:
+                raise ValueError(f"{Path(path).name}: the header must be 'concept<TAB>synonym<TAB>reason'")
+            continue
+        if len(parts) < 3 or ":" not in parts[0] or not parts[1] or not parts[2]:
+            raise ValueError(f"{Path(path).name}: a row needs a concept id, a synonym and a reason: {line!r}")
+        rows.append((parts[0], parts[1], parts[2]))
+    return rows
+
+
+def remove_synonym_errata(b: Builder, path: Path) -> None:
+    """Remove the synonyms the curated errata list from their concepts (SYMP's diarrhoea is also "fecal
+    incontinence" in the Symptom Ontology). A row whose concept or synonym the graph lacks is counted
+    (``synonym_errata_unmatched``; the tests require none)."""
+    rep = b.report
+    b.step("synonym errata (curated)")
+    for cid, synonym, _ in read_synonym_errata(path):
+        a = b.nodes.get(cid)
+        key = normalise(synonym)
+        keep = [i for i, s in enumerate(a["synonyms"]) if normalise(s) != key] if a else []
+        if a is None or len(keep) == len(a["synonyms"]):
+            rep["synonym_errata_unmatched"] += 1
+            continue
+        n = len(a["synonyms"])
+        for name in ("synonyms", "synonym_scopes", "synonym_sources"):      # parallel lists
+            if len(a.get(name) or ()) == n:
+                a[name] = [a[name][i] for i in keep]
+        rep["synonym_errata_removed"] += 1
+
+
 def ingest_cardinal_findings(b: Builder, path: Path) -> None:
     """The curated cardinal findings of common diseases (:mod:`.cardinal`): a ``has_symptom`` edge per finding with
     the textbook citation (``reference``) and the finding's place in the entry (``order``, 1 = most characteristic).
@@ -604,6 +645,9 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
         # DO lacks become nodes, which must not take a finding's name
         vocab.ingest_vocabularies(b, located, {sid: _files_of(sid, p) for sid, p in located.items()},
                                  mondo)
+    if "kg-synonym-errata" in located:
+        # after every source of names
+        remove_synonym_errata(b, located["kg-synonym-errata"])
     if cardinal.SOURCE in located:
         # after the vocabularies: an entry may name a disease added from MeSH
         ingest_cardinal_findings(b, located[cardinal.SOURCE])

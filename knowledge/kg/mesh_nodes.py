@@ -49,6 +49,7 @@ class VocabularyMerge(Protocol):
     """What this module needs of :class:`.vocab.VocabularyMerge` (typed here so that the two modules import one
     way only: vocab -> mesh_nodes)."""
     bridge: Any
+    candidates: list[Any]                                 # names proposed: .doid, .text, .scope, .source
     xrefs: list[tuple[str, str, str, str]]
     definitions: dict[str, list[dict[str, str]]]
 
@@ -305,6 +306,36 @@ def _mondo_facts(b: Builder, merge: VocabularyMerge, chosen: dict[str, parsers.M
                 if t is not None and t.definition and not t.obsolete:
                     merge.definitions[nid].append({"text": t.definition, "source": "ncit", "id": t.id})
                     b.report["mesh_nodes_ncit_definitions"] += 1
+
+
+def icd_codes_by_name(b: Builder, merge: VocabularyMerge, new_ids: Iterable[str],
+                      named_codes: Iterable[tuple[str, str]]) -> int:
+    """ICD-10-CM codes for the new nodes Mondo gave none, by name: a code whose title or inclusion term, cleaned
+    (``named_codes``: (code, name) pairs of the codes no DO concept holds), is the node's own name or one of its
+    synonyms — "Cluster headache syndrome, unspecified" (G44.00) for Cluster Headache, "Anaphylaxis" (an
+    inclusion term of T78.2) for Anaphylaxis. A name two new nodes share links neither; the names of a descriptor's
+    other concepts (narrower notions: "Galeazzi's fracture" under Radius Fractures) are not used. The code is the
+    commonness prior's ICD-10-CM mark, which the DO diseases have from their own cross-references. Returns the
+    number of nodes given a code."""
+    ids = set(new_ids)
+    coded = {nid for nid, prefix, *_ in merge.xrefs if prefix == "ICD10CM"}
+    coded |= {nid for nid in ids if (b.nodes[nid].get("xrefs") or {}).get("ICD10CM")}
+    owners: dict[str, set[str]] = defaultdict(set)
+    for nid in ids - coded:
+        owners[normalise(b.nodes[nid]["name"])].add(nid)
+    for c in merge.candidates:
+        if c.doid in ids and c.doid not in coded and c.scope == MAPPED and c.source == SOURCE:
+            owners[normalise(c.text)].add(c.doid)
+    given: dict[str, set[str]] = defaultdict(set)
+    for code, name in named_codes:
+        hits = owners.get(normalise(name), set())
+        if len(hits) == 1:
+            given[next(iter(hits))].add(code)
+    for nid, codes in sorted(given.items()):
+        for code in sorted(codes):
+            merge.xrefs.append((nid, "ICD10CM", code, "icd10cm"))
+    b.report["mesh_nodes_icd10cm_by_name"] = len(given)
+    return len(given)
 
 
 def mesh_names(term: parsers.MeshTerm) -> list[tuple[str, str]]:

@@ -391,9 +391,11 @@ class VocabularyMerge:
                 names += mesh_names(term)
             self.propose(doid, names, source)
 
-    def add_icd10cm(self, codes: Iterable[parsers.IcdCode], source: str) -> None:
-        """ICD-10-CM codes that map to exactly one DO concept: their title and inclusion terms, cleaned up."""
+    def add_icd10cm(self, codes: Iterable[parsers.IcdCode], source: str) -> list[tuple[str, str]]:
+        """ICD-10-CM codes that map to exactly one DO concept: their title and inclusion terms, cleaned up.
+        Returns the (code, name) pairs of the codes no DO concept holds (for the diseases added from MeSH)."""
         rep = self.b.report
+        unmapped: list[tuple[str, str]] = []
         for c in codes:
             if not c.code:
                 continue
@@ -401,12 +403,15 @@ class VocabularyMerge:
             if doid is None:
                 if how == "ambiguous":
                     rep["vocab_icd10cm_codes_ambiguous"] += 1
+                else:
+                    unmapped += [(c.code, n) for text in (c.title, *c.inclusion_terms) for n, _ in icd_names(text)]
                 continue
             rep["vocab_icd10cm_codes_mapped"] += 1
             names = icd_names(c.title)
             for text in c.inclusion_terms:          # conditions coded here: often narrower than the code
                 names += icd_names(text, NARROW)
             self.propose(doid, names, source)
+        return unmapped
 
     # -- applying
     def apply(self) -> dict[str, int]:
@@ -508,6 +513,7 @@ def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, l
         b.step("curated clinical abbreviations")
         merge.add_abbreviations(parsers.read_abbreviations(located["kg-abbreviations"]), "kg-abbreviations")
     ncit_terms: dict[str, parsers.Term] = {}
+    new_mesh: list[str] = []
     if "ncit" in located:
         b.step("NCI Thesaurus: names, synonyms, definitions")
         ncit_terms = parsers.read_obograph(located["ncit"])
@@ -528,13 +534,15 @@ def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, l
         b.step("MeSH diseases DO lacks, as concepts of their own")
         kept = (mesh_nodes.read_findings(located[mesh_nodes.FINDINGS_SOURCE])
                 if mesh_nodes.FINDINGS_SOURCE in located else {})
-        mesh_nodes.add_mesh_diseases(b, merge, descriptors, mondo, ncit_terms, kept)
+        new_mesh = mesh_nodes.add_mesh_diseases(b, merge, descriptors, mondo, ncit_terms, kept)
     elif "mesh-thesaurus" in located or "mesh-trees" in located:
         log.warning("MeSH needs both 'mesh-thesaurus' and 'mesh-trees' (the disease trees select the descriptors); "
                     "MeSH names left out")
     if "icd10cm" in located:
         b.step("ICD-10-CM code titles and inclusion terms")
         (xml,) = files["icd10cm"]
-        merge.add_icd10cm(parsers.read_icd10cm_tabular(xml), "icd10cm")
+        unmapped = merge.add_icd10cm(parsers.read_icd10cm_tabular(xml), "icd10cm")
+        if new_mesh:
+            mesh_nodes.icd_codes_by_name(b, merge, new_mesh, unmapped)
     b.step("merging vocabulary names into DO concepts")
     return merge.apply()

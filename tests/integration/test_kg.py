@@ -205,6 +205,29 @@ def test_vocabularies_merged_into_do(kg):
     assert kg.report["vocab_synonyms_added_mesh-thesaurus"] > 10000 and kg.report["vocab_synonyms_added_ncit"] > 8000
 
 
+def test_mesh_diseases_take_icd10cm_codes_by_name(kg):
+    """A disease added from MeSH that Mondo gives no ICD-10-CM code takes the code whose title or inclusion term is
+    its own name (the commonness prior's ICD mark); a narrower notion's name gives none."""
+    xrefs = lambda n: set(kg.graph.nodes[n]["xrefs"].get("ICD10CM", ()))     # noqa: E731
+    assert "G44.00" in xrefs("MESH:D003027")           # "Cluster headache syndrome, unspecified"
+    assert "T78.2" in xrefs("MESH:D000707")            # "Anaphylaxis", an inclusion term of T78.2
+    assert "I48.92" in xrefs("MESH:D001282")           # "Unspecified atrial flutter"
+    assert not xrefs("MESH:D011885")                   # Radius Fractures: "Galeazzi's fracture" is narrower
+    assert kg.report["mesh_nodes_icd10cm_by_name"] > 100
+
+
+def test_synonym_errata_remove_a_wrong_ontology_synonym(kg):
+    """The curated errata take "fecal incontinence" off SYMP's diarrhoea; HPO's bowel incontinence keeps it, and
+    every row of the table applied."""
+    diarrhea = kg.graph.nodes["SYMP:0000570"]
+    assert "fecal incontinence" not in {s.lower() for s in diarrhea["synonyms"]}
+    assert "loose bowels" in diarrhea["synonyms"]
+    assert len(diarrhea["synonym_scopes"]) == len(diarrhea["synonyms"]) == len(diarrhea["synonym_sources"])
+    assert _ids(kg.lookup("fecal incontinence"))[0] == "HP:0002607"
+    rows = kg_build.read_synonym_errata(kg_build.LOCAL_SOURCES["kg-synonym-errata"][0])
+    assert kg.report["synonym_errata_removed"] == len(rows) and not kg.report.get("synonym_errata_unmatched")
+
+
 def test_is_a_hierarchy(kg):
     parents = kg.parents(ASTHMA)
     assert [kg.concept(p).name for p in parents] == ["bronchial disease"]
