@@ -144,14 +144,26 @@ def claim_words(text: str) -> list[str]:
 
 _NO_FOLD_ENDINGS = ("ss", "us", "is", "ous", "ics", "sis", "xis", "ys", "as", "os")
 
+# British and international spellings of medical words folded to the US spelling the vocabularies mostly use
+# ("rhinorrhoea", "paraesthesia", "amenorrhoea" are in no ontology as written). Each rule is a word part that is
+# spelt this way only in those words: "oea" ends the Greek -rrhoea/-pnoea words, "aem" the blood words
+# (haematuria, anaemia, ischaemic, leukaemia), "oe" starts oedema/oesophagus/oestrogen, "aesth" the sensation words.
+_BRITISH = re.compile(r"(?<=rrh)oea|(?<=pn)oea|(?<=[hcklnprstx])aem|^oe(?=dem|soph|str)|(?<=[a-z])oedem|aesth|^paed"
+                      r"|^faec|^foet|^coeliac|(?<=tum)our")
+_US = {"oea": "ea", "aem": "em", "oe": "e", "oedem": "edem", "aesth": "esth", "paed": "ped", "faec": "fec",
+       "foet": "fet", "coeliac": "celiac", "our": "or"}
+
 
 def fold(word: str) -> str:
-    """Lower-case a token and fold a regular English plural ("headaches" -> "headache").
+    """Lower-case a token, spell it the US way ("haematuria" -> "hematuria", :data:`_BRITISH`) and fold a regular
+    English plural ("headaches" -> "headache").
 
     Deliberately conservative: only words longer than four letters that end in a plain ``s`` are folded, and
     Latin/Greek endings (``-sis``, ``-us``, ``-ics``, ...) are kept.
     """
     w = word.lower()
+    if "ae" in w or "oe" in w or "our" in w:
+        w = _BRITISH.sub(lambda m: _US[m.group(0)], w)
     if len(w) > 4 and w.endswith("s") and w.isalpha() and not w.endswith(_NO_FOLD_ENDINGS):
         if w.endswith("ies") and len(w) > 5:
             return w[:-3] + "y"

@@ -211,6 +211,25 @@ def test_exam_vignette_wording(text, name):
     assert name in names(text), names(text)
 
 
+@pytest.mark.parametrize("text, name", [
+    ("tearing of the right eye during the attacks", "Epiphora"),
+    ("a watery left eye", "Epiphora"),
+    ("excessive lacrimation", "Epiphora"),
+    ("lacrimation, rhinorrhoea and yawning", "Epiphora"),
+    ("a runny right nostril", "rhinorrhea"),
+    ("her left nostril is blocked", "nasal congestion"),
+    ("a drooping right eyelid", "ptosis"),
+    ("his eyelids droop by the evening", "ptosis"),
+])
+def test_eye_eyelid_and_nostril_findings_of_one_side(text, name):
+    assert name in names(text), names(text)
+
+
+@pytest.mark.parametrize("text", ["reduced lacrimation", "a tear in the eyelid", "the left nostril is patent"])
+def test_one_sided_findings_need_their_words(text):
+    assert not {"Epiphora", "ptosis", "rhinorrhea", "nasal congestion"} & set(names(text))
+
+
 def test_smell_and_taste_lost_together_are_two_findings():
     got = find_lay_phrases("He lost his sense of smell and taste yesterday.")
     assert [f.name for f in got] == ["Anosmia", "ageusia"]

@@ -71,6 +71,21 @@ def test_fold_is_a_conservative_plural_fold(word, folded):
     assert fold(word) == folded
 
 
+@pytest.mark.parametrize("word,folded", [
+    ("rhinorrhoea", "rhinorrhea"), ("Amenorrhoea", "amenorrhea"), ("dyspnoea", "dyspnea"), ("apnoea", "apnea"),
+    ("haematuria", "hematuria"), ("anaemia", "anemia"), ("ischaemic", "ischemic"), ("hypoxaemia", "hypoxemia"),
+    ("leukaemia", "leukemia"), ("oedema", "edema"), ("myxoedema", "myxedema"), ("oesophagitis", "esophagitis"),
+    ("oestrogen", "estrogen"), ("paraesthesia", "paresthesia"), ("anaesthesia", "anesthesia"),
+    ("paediatric", "pediatric"), ("faecal", "fecal"), ("foetal", "fetal"), ("coeliac", "celiac"),
+    ("tumours", "tumor"),
+    # words that only look British stay as they are
+    ("aerobic", "aerobic"), ("shoe", "shoe"), ("does", "does"), ("poem", "poem"), ("four", "four"),
+    ("hour", "hour"), ("canoe", "canoe"), ("caeruloplasmin", "caeruloplasmin"),
+])
+def test_fold_spells_british_medical_words_the_us_way(word, folded):
+    assert fold(word) == folded
+
+
 def test_stop_lists_differ_on_purpose():
     # the index keeps negations and generic words; term overlap drops them; the claim list keeps negators
     # out of the stop list because the verifier handles them as negation cues
