@@ -220,14 +220,18 @@ def test_exam_vignette_wording(text, name):
     ("her left nostril is blocked", "nasal congestion"),
     ("a drooping right eyelid", "ptosis"),
     ("his eyelids droop by the evening", "ptosis"),
+    ("he paces the room during the attacks", "Restlessness"),
+    ("she cannot lie still with the pain", "Restlessness"),
+    ("writhing in pain on the trolley", "Restlessness"),
 ])
 def test_eye_eyelid_and_nostril_findings_of_one_side(text, name):
     assert name in names(text), names(text)
 
 
-@pytest.mark.parametrize("text", ["reduced lacrimation", "a tear in the eyelid", "the left nostril is patent"])
+@pytest.mark.parametrize("text", ["reduced lacrimation", "a tear in the eyelid", "the left nostril is patent",
+                                  "he sat still for the examination", "she paces herself when jogging"])
 def test_one_sided_findings_need_their_words(text):
-    assert not {"Epiphora", "ptosis", "rhinorrhea", "nasal congestion"} & set(names(text))
+    assert not {"Epiphora", "ptosis", "rhinorrhea", "nasal congestion", "Restlessness"} & set(names(text))
 
 
 def test_smell_and_taste_lost_together_are_two_findings():
