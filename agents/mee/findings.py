@@ -77,6 +77,12 @@ FINDING_CONCEPTS: dict[str, FindingConcept] = {
     "elevated ck": FindingConcept("Elevated circulating creatine kinase concentration", ("HP:0003236",)),
     "decreased ferritin": FindingConcept("Decreased circulating ferritin concentration", ("HP:0012343",)),
     "increased ferritin": FindingConcept("Increased circulating ferritin concentration", ("HP:0003281",)),
+    "elevated lipase": FindingConcept("Increased circulating pancreatic triacylglycerol lipase level",
+                                      ("HP:0032932",)),
+    "elevated amylase": FindingConcept("Hyperamylasemia", ("HP:0410288",)),
+    "elevated ldh": FindingConcept("Increased circulating lactate dehydrogenase concentration", ("HP:0025435",)),
+    "elevated crp": FindingConcept("Elevated circulating C-reactive protein concentration", ("HP:0011227",)),
+    "elevated lactate": FindingConcept("Increased circulating lactate concentration", ("HP:0002151",)),
 }
 
 

@@ -32,6 +32,11 @@ TSH                decreased < 0.4 mU/L                      elevated > 4.5 mU/L
 free T4            decreased < 0.8 ng/dL                     increased > 1.8 ng/dL
 creatine kinase                                              elevated > 200 U/L
 ferritin           decreased < 15 ng/mL (WHO, iron stores)   increased > 300 ng/mL (women > 200)
+lipase                                                       elevated > 160 U/L
+amylase                                                      elevated > 125 U/L
+LDH                                                          elevated > 280 U/L
+CRP                                                          elevated > 10 mg/L (mg/dL x 10)
+lactate                                                      elevated > 2.0 mmol/L
 =================  ========================================  =======================================
 
 **Results in words** (:func:`find_lab_phrases`): the table ``lab_phrases.tsv`` next to this module lists, per
@@ -144,6 +149,12 @@ def _albumin(v: float, unit: str) -> float | None:
     return v if 0.5 <= v <= 7 else None
 
 
+def _crp(v: float, unit: str) -> float | None:
+    if unit.lower().replace(" ", "") == "mg/dl":
+        v = v * 10                       # mg/dL -> mg/L
+    return v if 0 <= v <= 1000 else None
+
+
 def _free_t4(v: float, unit: str) -> float | None:
     if "mol" in unit.lower() or (not unit and v > 6):
         v = v / 12.87                    # pmol/L -> ng/dL
@@ -189,6 +200,12 @@ _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("ck", r"(?:creatine\s+(?:phospho)?kinase|(?-i:CK|CPK))", _UL, _plain(1, 500_000)),
     _Analyte("ferritin", r"(?:(?:serum\s+)?ferritin)", r"ng\s*/\s*mL\b|(?:\u00b5|u|\u03bc)g\s*/\s*L\b",
              _plain(0.5, 100_000)),
+    _Analyte("lipase", r"(?:(?:serum\s+|pancreatic\s+)?lipase)", _UL, _plain(1, 100_000)),
+    _Analyte("amylase", r"(?:(?:serum\s+)?amylase)", _UL, _plain(1, 100_000)),
+    _Analyte("ldh", r"(?:lactate\s+dehydrogenase|(?-i:LDH|LD))", _UL, _plain(10, 50_000), short=True),
+    _Analyte("crp", r"(?:C[\s-]*reactive\s+protein|(?-i:CRP))", r"mg\s*/\s*L\b|mg\s*/\s*dL\b", _crp),
+    _Analyte("lactate", r"(?:(?:serum\s+|blood\s+|venous\s+|arterial\s+)?lactate(?!\s+dehydrogenase)|lactic\s+acid)",
+             r"mmol\s*/\s*L\b|mEq\s*/\s*L\b", _plain(0.1, 40)),
 )
 _LAB_PATTERNS = [
     (a, re.compile(r"(?<![\w-])(?P<name>" + a.name + r")(?![\w-])(?!\s+(?:clearance|tolerance|chloride|bicarbonate|"
@@ -245,6 +262,12 @@ _LIMITS: dict[str, tuple[str | None, float | None, str | None, float | None]] = 
     "tsh": ("decreased tsh", 0.4, "elevated tsh", 4.5),
     "free t4": ("decreased free t4", 0.8, "increased free t4", 1.8),
     "ck": (None, None, "elevated ck", 200),
+    # the highest upper limits in common use, so that a value called high is high in any laboratory
+    "lipase": (None, None, "elevated lipase", 160),
+    "amylase": (None, None, "elevated amylase", 125),
+    "ldh": (None, None, "elevated ldh", 280),
+    "crp": (None, None, "elevated crp", 10),
+    "lactate": (None, None, "elevated lactate", 2.0),
 }
 
 

@@ -152,6 +152,12 @@ def test_temperature_units_inferred_from_the_value():
     ("free T4 9 pmol/L", "free t4", 0.7, "decreased free t4"),
     ("creatine kinase 12,000 U/L", "ck", 12000, "elevated ck"),
     ("ferritin 8 ng/mL", "ferritin", 8, "decreased ferritin"),
+    ("Lipase 900 U/L", "lipase", 900, "elevated lipase"),
+    ("serum amylase of 60 U/L", "amylase", 60, None),
+    ("lactate dehydrogenase is 1,200 U/L", "ldh", 1200, "elevated ldh"),
+    ("CRP 85 mg/L", "crp", 85, "elevated crp"),
+    ("C-reactive protein 0.4 mg/dL", "crp", 4, None),
+    ("lactate 4.2 mmol/L", "lactate", 4.2, "elevated lactate"),
 ])
 def test_reads_laboratory_values(text, analyte, value, key):
     [r] = read_lab_values(text)
@@ -165,7 +171,7 @@ def test_reads_laboratory_values(text, analyte, value, key):
     "creatinine clearance 45 mL/min", "urine sodium 10 mEq/L", "ionized calcium 1.1 mmol/L",
     "oral glucose tolerance test", "low sodium diet", "CA 125 of 300 U/mL", "Ca-125 45", "Hb electrophoresis",
     "a grade 3/6 systolic murmur", "pain 8/10", "urine albumin 300 mg", "albumin-to-creatinine ratio 40",
-    "CK-MB 25 U/L", "ALT 35 U/L",
+    "CK-MB 25 U/L", "ALT 35 U/L", "LD 300", "lactate dehydrogenase 200 U/L",
 ])
 def test_not_laboratory_values(text):
     assert [f for f in find_labs(text) if f.abnormal] == []
