@@ -204,7 +204,8 @@ _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("amylase", r"(?:(?:serum\s+)?amylase)", _UL, _plain(1, 100_000)),
     _Analyte("ldh", r"(?:lactate\s+dehydrogenase|(?-i:LDH|LD))", _UL, _plain(10, 50_000), short=True),
     _Analyte("crp", r"(?:C[\s-]*reactive\s+protein|(?-i:CRP))", r"mg\s*/\s*L\b|mg\s*/\s*dL\b", _crp),
-    _Analyte("lactate", r"(?:(?:serum\s+|blood\s+|venous\s+|arterial\s+)?lactate(?!\s+dehydrogenase)|lactic\s+acid)",
+    _Analyte("lactate", r"(?:(?:serum\s+|blood\s+|venous\s+|arterial\s+)?(?<!ringer's\s)(?<!ringers\s)(?<!ringer\s)"
+                        r"lactate(?!\s+dehydrogenase)|lactic\s+acid)",
              r"mmol\s*/\s*L\b|mEq\s*/\s*L\b", _plain(0.1, 40)),
 )
 _LAB_PATTERNS = [

@@ -172,6 +172,7 @@ def test_reads_laboratory_values(text, analyte, value, key):
     "oral glucose tolerance test", "low sodium diet", "CA 125 of 300 U/mL", "Ca-125 45", "Hb electrophoresis",
     "a grade 3/6 systolic murmur", "pain 8/10", "urine albumin 300 mg", "albumin-to-creatinine ratio 40",
     "CK-MB 25 U/L", "ALT 35 U/L", "LD 300", "lactate dehydrogenase 200 U/L",
+    "Ringer's lactate 20 mL/kg", "a bolus of Ringer lactate 30 mL/kg",
 ])
 def test_not_laboratory_values(text):
     assert [f for f in find_labs(text) if f.abnormal] == []
