@@ -223,6 +223,12 @@ def test_exam_vignette_wording(text, name):
     ("he paces the room during the attacks", "Restlessness"),
     ("she cannot lie still with the pain", "Restlessness"),
     ("writhing in pain on the trolley", "Restlessness"),
+    ("saddle anaesthesia", "Perianal anethesia"),
+    ("numbness in the saddle area", "Perianal anethesia"),
+    ("reduced anal tone on rectal examination", "Weak anal sphincter tone"),
+    ("rectal tone is lax", "Weak anal sphincter tone"),
+    ("weakness of both legs", "leg weakness"),
+    ("both legs feel weak", "leg weakness"),
 ])
 def test_eye_eyelid_and_nostril_findings_of_one_side(text, name):
     assert name in names(text), names(text)
