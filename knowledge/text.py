@@ -143,6 +143,8 @@ def claim_words(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------- MEE token norm
 
 _NO_FOLD_ENDINGS = ("ss", "us", "is", "ous", "ics", "sis", "xis", "ys", "as", "os")
+# ... but a vowel before "ys" is an English plural ("kidneys", "airways")
+_VOWEL_YS = re.compile(r"[aeou]ys$").search
 
 # British and international spellings of medical words folded to the US spelling the vocabularies mostly use
 # ("rhinorrhoea", "paraesthesia", "amenorrhoea" are in no ontology as written). Each rule is a word part that is
@@ -164,7 +166,7 @@ def fold(word: str) -> str:
     w = word.lower()
     if "ae" in w or "oe" in w or "our" in w:
         w = _BRITISH.sub(lambda m: _US[m.group(0)], w)
-    if len(w) > 4 and w.endswith("s") and w.isalpha() and not w.endswith(_NO_FOLD_ENDINGS):
+    if len(w) > 4 and w.endswith("s") and w.isalpha() and (not w.endswith(_NO_FOLD_ENDINGS) or _VOWEL_YS(w)):
         if w.endswith("ies") and len(w) > 5:
             return w[:-3] + "y"
         return w[:-1]

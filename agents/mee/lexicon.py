@@ -22,7 +22,7 @@ from knowledge.text import fold
 
 log = logging.getLogger(__name__)
 
-LEXICON_VERSION = 9  # bump when build_lexicon changes
+LEXICON_VERSION = 10  # bump when build_lexicon changes
 
 # Vocabulary category -> Entity.category.
 CATEGORY_MAP: dict[str, Category] = {

@@ -66,6 +66,7 @@ def test_claim_words_fold_lay_phrases_and_keep_hyphenated_words():
 @pytest.mark.parametrize("word,folded", [
     ("Headaches", "headache"), ("allergies", "allergy"), ("diabetes", "diabete"), ("sepsis", "sepsis"),
     ("virus", "virus"), ("rashes", "rashe"), ("legs", "legs"), ("COVID-19s", "covid-19s"),
+    ("kidneys", "kidney"), ("airways", "airway"), ("polys", "polys"),
 ])
 def test_fold_is_a_conservative_plural_fold(word, folded):
     assert fold(word) == folded
