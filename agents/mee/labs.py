@@ -32,6 +32,9 @@ TSH                decreased < 0.4 mU/L                      elevated > 4.5 mU/L
 free T4            decreased < 0.8 ng/dL                     increased > 1.8 ng/dL
 creatine kinase                                              elevated > 200 U/L
 ferritin           decreased < 15 ng/mL (WHO, iron stores)   increased > 300 ng/mL (women > 200)
+neutrophils (%)                                              neutrophilia > 80 % (a % only)
+eosinophils (%)                                              eosinophilia > 6 %
+lymphocytes (%)                                              lymphocytosis > 50 %
 lipase                                                       elevated > 160 U/L
 amylase                                                      elevated > 125 U/L
 LDH                                                          elevated > 280 U/L
@@ -149,6 +152,11 @@ def _albumin(v: float, unit: str) -> float | None:
     return v if 0.5 <= v <= 7 else None
 
 
+def _percent(v: float, unit: str) -> float | None:
+    """A share of the white cells: only as a percentage ("Neutrophils 89%"; a bare number may be a count)."""
+    return v if unit.strip() == "%" and 0 <= v <= 100 else None
+
+
 def _crp(v: float, unit: str) -> float | None:
     if unit.lower().replace(" ", "") == "mg/dl":
         v = v * 10                       # mg/dL -> mg/L
@@ -200,6 +208,10 @@ _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("ck", r"(?:creatine\s+(?:phospho)?kinase|(?-i:CK|CPK))", _UL, _plain(1, 500_000)),
     _Analyte("ferritin", r"(?:(?:serum\s+)?ferritin)", r"ng\s*/\s*mL\b|(?:\u00b5|u|\u03bc)g\s*/\s*L\b",
              _plain(0.5, 100_000)),
+    # the white-cell differential, as percentages
+    _Analyte("neutrophils %", r"(?:(?:segmented\s+)?neutrophils|(?-i:PMNs|Segs))", r"%", _percent),
+    _Analyte("eosinophils %", r"(?:eosinophils|(?-i:Eos))", r"%", _percent),
+    _Analyte("lymphocytes %", r"(?:lymphocytes|(?-i:Lymphs))", r"%", _percent),
     _Analyte("lipase", r"(?:(?:serum\s+|pancreatic\s+)?lipase)", _UL, _plain(1, 100_000)),
     _Analyte("amylase", r"(?:(?:serum\s+)?amylase)", _UL, _plain(1, 100_000)),
     _Analyte("ldh", r"(?:lactate\s+dehydrogenase|(?-i:LDH|LD))", _UL, _plain(10, 50_000), short=True),
@@ -263,6 +275,11 @@ _LIMITS: dict[str, tuple[str | None, float | None, str | None, float | None]] = 
     "tsh": ("decreased tsh", 0.4, "elevated tsh", 4.5),
     "free t4": ("decreased free t4", 0.8, "increased free t4", 1.8),
     "ck": (None, None, "elevated ck", 200),
+    # adults' differential: neutrophils 40-75 %, eosinophils up to 6 %, lymphocytes 20-45 %; a share this far out is
+    # what a vignette's differential points at
+    "neutrophils %": (None, None, "neutrophilia", 80),
+    "eosinophils %": (None, None, "eosinophilia", 6),
+    "lymphocytes %": (None, None, "lymphocytosis", 50),
     # the highest upper limits in common use, so that a value called high is high in any laboratory
     "lipase": (None, None, "elevated lipase", 160),
     "amylase": (None, None, "elevated amylase", 125),

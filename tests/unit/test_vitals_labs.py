@@ -158,6 +158,10 @@ def test_temperature_units_inferred_from_the_value():
     ("CRP 85 mg/L", "crp", 85, "elevated crp"),
     ("C-reactive protein 0.4 mg/dL", "crp", 4, None),
     ("lactate 4.2 mmol/L", "lactate", 4.2, "elevated lactate"),
+    ("Neutrophils 89%", "neutrophils %", 89, "neutrophilia"),
+    ("Segmented neutrophils 60%", "neutrophils %", 60, None),
+    ("Eosinophils 12%", "eosinophils %", 12, "eosinophilia"),
+    ("Lymphocytes 62%", "lymphocytes %", 62, "lymphocytosis"),
 ])
 def test_reads_laboratory_values(text, analyte, value, key):
     [r] = read_lab_values(text)
@@ -172,7 +176,7 @@ def test_reads_laboratory_values(text, analyte, value, key):
     "oral glucose tolerance test", "low sodium diet", "CA 125 of 300 U/mL", "Ca-125 45", "Hb electrophoresis",
     "a grade 3/6 systolic murmur", "pain 8/10", "urine albumin 300 mg", "albumin-to-creatinine ratio 40",
     "CK-MB 25 U/L", "ALT 35 U/L", "LD 300", "lactate dehydrogenase 200 U/L",
-    "Ringer's lactate 20 mL/kg", "a bolus of Ringer lactate 30 mL/kg",
+    "Ringer's lactate 20 mL/kg", "a bolus of Ringer lactate 30 mL/kg", "neutrophils 9000", "Eosinophils 3%",
 ])
 def test_not_laboratory_values(text):
     assert [f for f in find_labs(text) if f.abnormal] == []
