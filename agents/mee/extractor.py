@@ -57,6 +57,12 @@ from .demographics import find_age_sex, find_durations, illness_course
 from .findings import Finding, mask, resolve_overlaps
 from .labs import find_lab_phrases, lab_finding, read_lab_values
 from .lay import find_lay_phrases
+
+# Adjectives that "non-" denies ("non-pruritic", "nonbloody", "non-tender"): the names the vocabulary gives with
+# "non-" ("non-pitting edema", "non-fluent aphasia", "non-Hodgkin lymphoma") are not among them, and neither is
+# "blanching" ("a non-blanching rash" is petechiae, a lay-table row)
+_NON_PREFIXED = re.compile(r"\bnon-?\s?(?:pruritic|itchy|bloody|bilious|painful|tender|productive|radiating|"
+                           r"exertional|purulent|foul[\s-]smelling)\b", re.IGNORECASE)
 from .travel import find_places
 from .lexicon import (
     ABBREVIATION_CATEGORY,
@@ -248,8 +254,12 @@ class MEE:
         # "temp 101 F" is a temperature, not a 101-year-old woman: demographics are read around the measurements
         age, sex, demo_spans = find_age_sex(mask(text, [(r.start, r.end) for r in vitals + labs]))
         durations = find_durations(text)
+        # "non-pruritic papules", "non-bloody diarrhoea": the word after "non-" is no finding of its own, and the
+        # phrase it starts is read without it (papules; diarrhoea, not bloody diarrhoea)
+        denied_words = [(m.start(), m.end()) for m in _NON_PREFIXED.finditer(text)]
+        plain = mask(text, denied_words) if denied_words else text
         findings = resolve_overlaps([vital_finding(r, age) for r in vitals] + [lab_finding(r, sex, age) for r in labs]
-                                    + find_lab_phrases(text) + find_lay_phrases(text))
+                                    + find_lab_phrases(plain) + find_lay_phrases(plain))
 
         nlp = self.nlp
         doc = nlp.make_doc(text)
@@ -260,7 +270,7 @@ class MEE:
             doc = pipeline[name](doc)
 
         info: dict[tuple[int, int], dict[str, Any]] = {}
-        spans = self._rule_spans(doc, info, demo_spans, findings)
+        spans = self._rule_spans(doc, info, demo_spans + denied_words, findings)
 
         llm_spans: list = []
         if self.llm is not None:

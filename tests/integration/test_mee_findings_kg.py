@@ -100,6 +100,20 @@ def test_a_tearing_pain_is_not_watery_eyes(mee):
     assert "Epiphora" in {e.concept_name for e in mee.extract("her eyes are tearing up and itchy").entities}
 
 
+@pytest.mark.parametrize("text, present, absent", [
+    ("The lesions are non-pruritic.", set(), {"HP:0000989"}),
+    ("A non-itchy rash on the trunk.", {"SYMP:0000487"}, {"HP:0000989"}),
+    ("Three days of non-bloody diarrhea.", {"SYMP:0000570"}, {"SYMP:0000421"}),
+    ("Non-bilious emesis after feeds.", {"SYMP:0019145"}, set()),
+    ("A non-blanching rash on the legs.", {"HP:0000967"}, set()),
+    ("She has non-pitting edema.", {"HP:6000507"}, set()),
+])
+def test_non_denies_the_word_it_is_joined_to(mee, text, present, absent):
+    """ "non-" takes the adjective it is joined to off the reading; names the vocabulary writes with "non-" stay."""
+    ids = {e.concept_id for e in mee.extract(text).entities if not e.negated}
+    assert present <= ids and not absent & ids, ids
+
+
 def test_single_high_reading_is_not_the_disease(kg):
     """The blood-pressure finding reaches the diseases annotated with hypertension (as a narrower term) without
     being the same concept as the disease hypertension."""
