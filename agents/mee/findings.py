@@ -78,6 +78,8 @@ FINDING_CONCEPTS: dict[str, FindingConcept] = {
     "decreased ferritin": FindingConcept("Decreased circulating ferritin concentration", ("HP:0012343",)),
     "increased ferritin": FindingConcept("Increased circulating ferritin concentration", ("HP:0003281",)),
     "neutrophilia": FindingConcept("Neutrophilia", ("HP:0011897",)),
+    "neutropenia": FindingConcept("Neutropenia", ("HP:0001875",)),
+    "lymphopenia": FindingConcept("Lymphopenia", ("HP:0001888",)),
     "eosinophilia": FindingConcept("Eosinophilia", ("HP:0001880",)),
     "lymphocytosis": FindingConcept("Lymphocytosis", ("HP:0100827",)),
     "elevated lipase": FindingConcept("Increased circulating pancreatic triacylglycerol lipase level",

@@ -32,6 +32,9 @@ TSH                decreased < 0.4 mU/L                      elevated > 4.5 mU/L
 free T4            decreased < 0.8 ng/dL                     increased > 1.8 ng/dL
 creatine kinase                                              elevated > 200 U/L
 ferritin           decreased < 15 ng/mL (WHO, iron stores)   increased > 300 ng/mL (women > 200)
+neutrophil count   neutropenia < 1,500/mm3                   neutrophilia > 8,000/mm3
+lymphocyte count   lymphopenia < 1,000/mm3                   lymphocytosis > 4,000/mm3
+eosinophil count                                             eosinophilia > 500/mm3
 neutrophils (%)                                              neutrophilia > 80 % (a % only)
 eosinophils (%)                                              eosinophilia > 6 %
 lymphocytes (%)                                              lymphocytosis > 50 %
@@ -208,10 +211,16 @@ _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("ck", r"(?:creatine\s+(?:phospho)?kinase|(?-i:CK|CPK))", _UL, _plain(1, 500_000)),
     _Analyte("ferritin", r"(?:(?:serum\s+)?ferritin)", r"ng\s*/\s*mL\b|(?:\u00b5|u|\u03bc)g\s*/\s*L\b",
              _plain(0.5, 100_000)),
-    # the white-cell differential, as percentages
-    _Analyte("neutrophils %", r"(?:(?:segmented\s+)?neutrophils|(?-i:PMNs|Segs))", r"%", _percent),
-    _Analyte("eosinophils %", r"(?:eosinophils|(?-i:Eos))", r"%", _percent),
-    _Analyte("lymphocytes %", r"(?:lymphocytes|(?-i:Lymphs))", r"%", _percent),
+    # the white-cell differential: absolute counts, then percentages ("Neutrophile 70%" misspelt too)
+    _Analyte("neutrophil count", r"(?:absolute\s+neutrophil\s+count|neutrophil\s+count|(?-i:ANC))", _COUNT_UNIT,
+             _cell_count(0, 200_000)),
+    _Analyte("lymphocyte count", r"(?:(?:absolute\s+)?lymphocyte\s+count|(?-i:ALC))", _COUNT_UNIT,
+             _cell_count(0, 500_000)),
+    _Analyte("eosinophil count", r"(?:(?:absolute\s+)?eosinophil\s+count|(?-i:AEC))", _COUNT_UNIT,
+             _cell_count(0, 100_000)),
+    _Analyte("neutrophils %", r"(?:(?:segmented\s+)?neutrophil(?:s|es?)?|(?-i:PMNs|Segs))", r"%", _percent),
+    _Analyte("eosinophils %", r"(?:eosinophil(?:s|es?)?|(?-i:Eos))", r"%", _percent),
+    _Analyte("lymphocytes %", r"(?:lymphocytes?|(?-i:Lymphs))", r"%", _percent),
     _Analyte("lipase", r"(?:(?:serum\s+|pancreatic\s+)?lipase)", _UL, _plain(1, 100_000)),
     _Analyte("amylase", r"(?:(?:serum\s+)?amylase)", _UL, _plain(1, 100_000)),
     _Analyte("ldh", r"(?:lactate\s+dehydrogenase|(?-i:LDH|LD))", _UL, _plain(10, 50_000), short=True),
@@ -277,6 +286,9 @@ _LIMITS: dict[str, tuple[str | None, float | None, str | None, float | None]] = 
     "ck": (None, None, "elevated ck", 200),
     # adults' differential: neutrophils 40-75 %, eosinophils up to 6 %, lymphocytes 20-45 %; a share this far out is
     # what a vignette's differential points at
+    "neutrophil count": ("neutropenia", 1_500, "neutrophilia", 8_000),
+    "lymphocyte count": ("lymphopenia", 1_000, "lymphocytosis", 4_000),
+    "eosinophil count": (None, None, "eosinophilia", 500),
     "neutrophils %": (None, None, "neutrophilia", 80),
     "eosinophils %": (None, None, "eosinophilia", 6),
     "lymphocytes %": (None, None, "lymphocytosis", 50),

@@ -162,6 +162,11 @@ def test_temperature_units_inferred_from_the_value():
     ("Segmented neutrophils 60%", "neutrophils %", 60, None),
     ("Eosinophils 12%", "eosinophils %", 12, "eosinophilia"),
     ("Lymphocytes 62%", "lymphocytes %", 62, "lymphocytosis"),
+    ("Neutrophile 70%", "neutrophils %", 70, None),
+    ("absolute neutrophil count 400/mm3", "neutrophil count", 400, "neutropenia"),
+    ("ANC 0.8 x 10^9/L", "neutrophil count", 800, "neutropenia"),
+    ("an absolute lymphocyte count of 50,000/mm3", "lymphocyte count", 50000, "lymphocytosis"),
+    ("eosinophil count 1,200/mm3", "eosinophil count", 1200, "eosinophilia"),
 ])
 def test_reads_laboratory_values(text, analyte, value, key):
     [r] = read_lab_values(text)
