@@ -88,16 +88,31 @@ will with would you your also about after before over under between during throu
 one two three me my us here just only own same s t than up down out off again further once whether yet via upon
 well get gets got less more make makes made""".split())
 
+# British and international spellings of medical words folded to the US spelling the vocabularies mostly use
+# ("rhinorrhoea", "paraesthesia", "amenorrhoea" are in no ontology as written). Each rule is a word part that is
+# spelt this way only in those words: "oea" ends the Greek -rrhoea/-pnoea words, "aem" the blood words
+# (haematuria, anaemia, ischaemic, leukaemia), "oe" starts oedema/oesophagus/oestrogen, "aesth" the sensation words.
+_BRITISH = re.compile(r"(?<=rrh)oea|(?<=pn)oea|(?<=[hcklnprstx])aem|^oe(?=dem|soph|str)|(?<=[a-z])oedem|aesth|^paed"
+                      r"|^faec|^foet|^coeliac|(?<=tum)our")
+_US = {"oea": "ea", "aem": "em", "oe": "e", "oedem": "edem", "aesth": "esth", "paed": "ped", "faec": "fec",
+       "foet": "fet", "coeliac": "celiac", "our": "or"}
+
+
+def british_to_us(word: str) -> str:
+    """A lower-case word spelt the US way (:data:`_BRITISH`): "haematuria" -> "hematuria"."""
+    if "ae" in word or "oe" in word or "our" in word:
+        return _BRITISH.sub(lambda m: _US[m.group(0)], word)
+    return word
+
+
 _SYNONYMS = [
     (r"\bshort(?:ness)? of breath\b|\bbreathlessness\b|\bdifficulty breathing\b|\btrouble breathing\b", "dyspnea"),
-    (r"\bdyspnoea\b", "dyspnea"),
     (r"\bhigh blood pressure\b", "hypertension"),
     (r"\bhigh blood sugar\b|\bhigh blood glucose\b", "hyperglycemia"),
     (r"\bheart attack\b", "myocardial infarction"),
     (r"\bpyrexia\b|\bfebrile\b", "fever"),
     (r"\bchest tightness\b|\btight chest\b", "chest tightness"),
     (r"\bcoughing\b", "cough"),
-    (r"\bhaemo", "hemo"), (r"\banaemi", "anemi"), (r"\boedema\b", "edema"),
     (r"\bpee\b|\burination\b", "urinate"),
     (r"\bthrowing up\b|\bemesis\b", "vomiting"),
     (r"\bitchy\b|\bitching\b|\bpruritus\b", "itch"),
@@ -107,11 +122,12 @@ _SYNONYMS = [
     (r"\bloss of appetite\b", "anorexia"),
 ]
 _SYN_RE = [(re.compile(p), r) for p, r in _SYNONYMS]
+_BRITISH_WORD = re.compile(r"[a-z]*(?:ae|oe|our)[a-z]*")
 
 
 def fold_synonyms(text: str) -> str:
     """Lower case, typographic apostrophe to ``'``, British spellings and lay phrases to clinical terms."""
-    t = text.lower().replace("\u2019", "'")
+    t = _BRITISH_WORD.sub(lambda m: british_to_us(m.group(0)), text.lower().replace("\u2019", "'"))
     for rx, rep in _SYN_RE:
         t = rx.sub(rep, t)
     return t
@@ -146,15 +162,6 @@ _NO_FOLD_ENDINGS = ("ss", "us", "is", "ous", "ics", "sis", "xis", "ys", "as", "o
 # ... but a vowel before "ys" is an English plural ("kidneys", "airways")
 _VOWEL_YS = re.compile(r"[aeou]ys$").search
 
-# British and international spellings of medical words folded to the US spelling the vocabularies mostly use
-# ("rhinorrhoea", "paraesthesia", "amenorrhoea" are in no ontology as written). Each rule is a word part that is
-# spelt this way only in those words: "oea" ends the Greek -rrhoea/-pnoea words, "aem" the blood words
-# (haematuria, anaemia, ischaemic, leukaemia), "oe" starts oedema/oesophagus/oestrogen, "aesth" the sensation words.
-_BRITISH = re.compile(r"(?<=rrh)oea|(?<=pn)oea|(?<=[hcklnprstx])aem|^oe(?=dem|soph|str)|(?<=[a-z])oedem|aesth|^paed"
-                      r"|^faec|^foet|^coeliac|(?<=tum)our")
-_US = {"oea": "ea", "aem": "em", "oe": "e", "oedem": "edem", "aesth": "esth", "paed": "ped", "faec": "fec",
-       "foet": "fet", "coeliac": "celiac", "our": "or"}
-
 
 def fold(word: str) -> str:
     """Lower-case a token, spell it the US way ("haematuria" -> "hematuria", :data:`_BRITISH`) and fold a regular
@@ -164,8 +171,7 @@ def fold(word: str) -> str:
     Latin/Greek endings (``-sis``, ``-us``, ``-ics``, ...) are kept.
     """
     w = word.lower()
-    if "ae" in w or "oe" in w or "our" in w:
-        w = _BRITISH.sub(lambda m: _US[m.group(0)], w)
+    w = british_to_us(w)
     if len(w) > 4 and w.endswith("s") and w.isalpha() and (not w.endswith(_NO_FOLD_ENDINGS) or _VOWEL_YS(w)):
         if w.endswith("ies") and len(w) > 5:
             return w[:-3] + "y"
@@ -174,4 +180,5 @@ def fold(word: str) -> str:
 
 
 __all__ = ["WORD_RE", "TERM_WORD_RE", "CLAIM_WORD_RE", "INDEX_STOP", "index_stem", "bm25_tokens",
-           "TERM_STOP", "term_stem", "terms", "CLAIM_STOP", "fold_synonyms", "claim_stem", "claim_words", "fold"]
+           "TERM_STOP", "term_stem", "terms", "CLAIM_STOP", "fold_synonyms", "claim_stem", "claim_words", "fold",
+           "british_to_us"]

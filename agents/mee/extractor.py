@@ -57,12 +57,6 @@ from .demographics import find_age_sex, find_durations, illness_course
 from .findings import Finding, mask, resolve_overlaps
 from .labs import find_lab_phrases, lab_finding, read_lab_values
 from .lay import find_lay_phrases
-
-# Adjectives that "non-" denies ("non-pruritic", "nonbloody", "non-tender"): the names the vocabulary gives with
-# "non-" ("non-pitting edema", "non-fluent aphasia", "non-Hodgkin lymphoma") are not among them, and neither is
-# "blanching" ("a non-blanching rash" is petechiae, a lay-table row)
-_NON_PREFIXED = re.compile(r"\bnon-?\s?(?:pruritic|itchy|bloody|bilious|painful|tender|productive|radiating|"
-                           r"exertional|purulent|foul[\s-]smelling)\b", re.IGNORECASE)
 from .travel import find_places
 from .lexicon import (
     ABBREVIATION_CATEGORY,
@@ -80,6 +74,12 @@ from .sections import section_scope_end
 from .vitals import read_vitals, vital_finding
 
 log = logging.getLogger(__name__)
+
+# Adjectives that "non-" denies ("non-pruritic", "nonbloody", "non-tender"): the names the vocabulary gives with
+# "non-" ("non-pitting edema", "non-fluent aphasia", "non-Hodgkin lymphoma") are not among them, and neither is
+# "blanching" ("a non-blanching rash" is petechiae, a lay-table row)
+_NON_PREFIXED = re.compile(r"\bnon-?\s?(?:pruritic|itchy|bloody|bilious|painful|tender|productive|radiating|"
+                           r"exertional|purulent|foul[\s-]smelling)\b", re.IGNORECASE)
 
 _DRUG_SUFFIX = re.compile(
     r"(?:olol|pril|sartan|statin|mab|cillin|mycin|floxacin|azole|vir|tidine|prazole|dipine|triptan|gliptin|"

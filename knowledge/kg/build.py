@@ -517,21 +517,11 @@ def ingest_pharmacotherapydb(b: Builder, path: Path) -> None:
 def read_synonym_errata(path: Path) -> list[tuple[str, str, str]]:
     """The curated synonym errata: (concept id, synonym, reason) rows of a tab-separated file with the header
     ``concept, synonym, reason`` (``#`` lines and blank lines ignored)."""
-    rows: list[tuple[str, str, str]] = []
-    header = None
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = [x.strip() for x in line.split("\t")]
-        if header is None:
-            header = parts
-            if header[:3] != ["concept", "synonym", "reason"]:
-                raise ValueError(f"{Path(path).name}: the header must be 'concept<TAB>synonym<TAB>reason'")
-            continue
-        if len(parts) < 3 or ":" not in parts[0] or not parts[1] or not parts[2]:
-            raise ValueError(f"{Path(path).name}: a row needs a concept id, a synonym and a reason: {line!r}")
-        rows.append((parts[0], parts[1], parts[2]))
-    return rows
+    rows = parsers.read_reasoned_table(path, ("concept", "synonym", "reason"))
+    for cid, *_ in rows:
+        if ":" not in cid:
+            raise ValueError(f"{Path(path).name}: {cid!r} is no concept id")
+    return [(cid, syn, why) for cid, syn, why in rows]
 
 
 def remove_synonym_errata(b: Builder, path: Path) -> None:

@@ -137,20 +137,10 @@ def read_findings(path: str | Path = FINDINGS_PATH) -> dict[str, str]:
     """The curated descriptors named like a finding that stay findings: MeSH UI -> MeSH heading (tab-separated
     ``mesh, name, reason`` with a header line; ``#`` lines and blank lines are ignored)."""
     out: dict[str, str] = {}
-    with open(path, encoding="utf-8") as fh:
-        header = None
-        for line in fh:
-            if not line.strip() or line.startswith("#"):
-                continue
-            parts = [x.strip() for x in line.rstrip("\n").split("\t")]
-            if header is None:
-                header = parts
-                if header[:3] != ["mesh", "name", "reason"]:
-                    raise ValueError(f"{Path(path).name}: the header must be 'mesh<TAB>name<TAB>reason'")
-                continue
-            if len(parts) < 3 or not re.fullmatch(r"D\d{6,9}", parts[0]) or not parts[2]:
-                raise ValueError(f"{Path(path).name}: a row needs a MeSH UI, its heading and a reason: {line!r}")
-            out[parts[0]] = parts[1]
+    for ui, heading, _ in parsers.read_reasoned_table(path, ("mesh", "name", "reason")):
+        if not re.fullmatch(r"D\d{6,9}", ui):
+            raise ValueError(f"{Path(path).name}: {ui!r} is no MeSH UI")
+        out[ui] = heading
     return out
 
 

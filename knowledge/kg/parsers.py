@@ -582,6 +582,27 @@ class Abbreviation:
     comment: str              # where the usage is documented
 
 
+def read_reasoned_table(path: Path | str, columns: tuple[str, ...]) -> list[list[str]]:
+    """The rows of a curated, tab-separated table whose header is ``columns`` (the last one the reason a row is
+    there: a reviewer reads it); every field must be filled. ``#`` lines and blank lines are ignored."""
+    name = Path(path).name
+    rows: list[list[str]] = []
+    header = None
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = [x.strip() for x in line.split("\t")]
+        if header is None:
+            header = parts
+            if tuple(header[:len(columns)]) != columns:
+                raise ValueError(f"{name}: the header must be {'<TAB>'.join(columns)!r}")
+            continue
+        if len(parts) < len(columns) or not all(parts[:len(columns)]):
+            raise ValueError(f"{name}: a row needs {', '.join(columns[:-1])} and a {columns[-1]}: {line!r}")
+        rows.append(parts[:len(columns)])
+    return rows
+
+
 def read_abbreviations(path: Path) -> list[Abbreviation]:
     """The curated abbreviation table: tab-separated ``abbreviation, doid, expansion, comment`` with a header
     line; ``#`` lines and blank lines are ignored."""
