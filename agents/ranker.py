@@ -294,27 +294,27 @@ class _KGIndex:
         """[(node, discount, how)] of the match set of a finding."""
         cfg = self.cfg
         out: dict[str, tuple[float, str]] = {}
-        core = self.equivalents(cid)
+        core = sorted(self.equivalents(cid))     # sorted: the same match set, in the same order, in every process
         for n in core:
             out[n] = (1.0, "self" if n == cid else "equivalent")
-        frontier = {n for n in core if self.category.get(n) in FINDING_CATEGORIES}
+        frontier = [n for n in core if self.category.get(n) in FINDING_CATEGORIES]
         disc = 1.0
         for _ in range(max(0, cfg.child_depth)):
             disc *= cfg.child_discount
-            nxt: set[str] = set()
+            nxt: list[str] = []
             for n in frontier:
-                for c in self.children.get(n, ()):
-                    for e in self.equivalents(c):
+                for c in sorted(self.children.get(n, ())):
+                    for e in sorted(self.equivalents(c)):
                         if e not in out and self.category.get(e) in FINDING_CATEGORIES:
                             out[e] = (disc, "narrower")
-                            nxt.add(e)
+                            nxt.append(e)
             frontier = nxt
         if with_parents and cfg.parent_discount > 0:
             for n in core:
                 if self.category.get(n) not in FINDING_CATEGORIES:
                     continue
-                for p in self.parents.get(n, ()):
-                    for e in self.equivalents(p):
+                for p in sorted(self.parents.get(n, ())):
+                    for e in sorted(self.equivalents(p)):
                         if e not in out and self.category.get(e) in FINDING_CATEGORIES:
                             out[e] = (cfg.parent_discount, "broader")
         return [(n, d, how) for n, (d, how) in out.items()]
@@ -330,7 +330,7 @@ class _KGIndex:
             if self.category.get(node) == "disease":
                 # the finding is (equivalent to) this disease: cite the xref edge that links them
                 src = cid if node in self.xref.get(cid, ()) else next(
-                    (x for x in self.equivalents(cid) if node in self.xref.get(x, ())), cid)
+                    (x for x in sorted(self.equivalents(cid)) if node in self.xref.get(x, ())), cid)
                 acc[self.canon.get(node, node)].append(
                     (self.cfg.equivalent_disease, f"{src}|xref|{node}", "same concept", "equivalent disease"))
                 continue
@@ -339,7 +339,8 @@ class _KGIndex:
                 disc *= min(1.0, self.idf(node) / max(self.idf(cid), 1e-9))
             for d, s, tid, label in self.by_finding.get(node, ()):
                 acc[d].append((s * disc, tid, label, how))
-        prof = {d: (_noisy_or(e[0] for e in edges), tuple(sorted(edges, key=lambda e: -e[0])))
+        # edges best first, ties by edge id: the first edge decides what a match is called ("equivalent disease")
+        prof = {d: (_noisy_or(e[0] for e in edges), tuple(sorted(edges, key=lambda e: (-e[0], e[1]))))
                 for d, edges in acc.items()}
         with self._lock:
             self._profiles[key] = prof
@@ -606,7 +607,7 @@ class KGRanker:
                             best[p] = (e, d)
                             updated.add(p)
                 changed = []
-                for p in updated:
+                for p in sorted(updated):
                     d = best[p][1]
                     if p not in own_profile:
                         own_profile[p] = ev.get(p, {})

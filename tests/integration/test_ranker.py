@@ -5,6 +5,7 @@ The KG is built from the catalogued open sources (the data mirror when present) 
 """
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -300,3 +301,39 @@ def test_ranking_is_fast(kg, ranker, cases):
     print(f"\nrank() with 10 findings: median {med:.1f} ms")
     # target is < 20 ms on an idle core; the bound leaves room for a busy shared machine
     assert med < 80
+
+
+_SEEDED_RANKING = """
+import json, sys
+from agents.ranker import KGRanker
+from agents.types import Entity
+from knowledge.kg import load_or_build
+kg = load_or_build()
+ids = sys.argv[1].split(",")
+ents = [Entity(text=i, category="symptom", concept_id=i, concept_name=kg.concept(i).name) for i in ids]
+print(json.dumps([[c.concept_id, round(c.score, 9), c.supporting[:3]] for c in KGRanker(kg).rank(ents, [], k=15)]))
+"""
+
+
+@pytest.mark.parametrize("finding_ids", [
+    "HP:0010783,SYMP:0000487,SYMP:0000064",   # a red, irritated skin; rashes; joint pain
+    "SYMP:0000487,SYMP:0000882",              # rashes; high fever
+])
+def test_the_ranking_is_the_same_in_every_process(kg, finding_ids):
+    """Python salts string hashes per process, so a set of ids iterates in another order in every run. The
+    ranker's match sets and tied edges were taken in that order, and a finding that names a disease (a rash names
+    "exanthem") made it a candidate in some processes and not in others: 11 of 600 Symptom2Disease patients changed
+    their differential between two runs of the same code. Two processes with different hash seeds must agree."""
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run([sys.executable, "-c", _SEEDED_RANKING, finding_ids], env=env, capture_output=True,
+                             text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
+        assert run.returncode == 0, run.stderr[-2000:]
+        outs.append(run.stdout.strip().splitlines()[-1])
+    assert outs[0] == outs[1]
+    assert len(json.loads(outs[0])) >= 5
