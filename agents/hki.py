@@ -116,8 +116,8 @@ class HKIConfig:
     drop_measurements_in_text: bool = True
     # ... nor a vital sign's name before its value: nearly every vignette lists them, and "blood pressure is
     # 133/87", "oxygen saturation 97%" match the hypertension and pulmonary embolism pages (the names:
-    # agents/mee/measured_names.tsv; an abnormal value is a finding already; test names stay, docs/results.md).
-    drop_test_names_in_text: bool = True
+    # agents/mee/vital_sign_names.tsv; an abnormal value is a finding already; test names stay, docs/results.md).
+    drop_vital_names_in_text: bool = True
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
     concept_scale: float = 0.95        # a candidate's concept card, relative to its triples
@@ -509,7 +509,7 @@ class HKI:
     # ---- helpers -------------------------------------------------------------------------------------------
     def _text_query(self, presentation: str, extraction: Extraction | None) -> str:
         """The presentation as the word searches see it: with ``mask_denied_in_text``, the denied findings'
-        words blanked out ("No fever, no loin pain" must not find fever pages); with ``drop_test_names_in_text``, the
+        words blanked out ("No fever, no loin pain" must not find fever pages); with ``drop_vital_names_in_text``, the
         names of the vital signs a value follows; with ``drop_measurements_in_text``,
         the measured values and their units too (offsets kept)."""
         text = presentation
@@ -519,7 +519,7 @@ class HKI:
                 from .mee.findings import mask  # noqa: PLC0415
 
                 text = mask(text, spans)
-        if self.config.drop_test_names_in_text:
+        if self.config.drop_vital_names_in_text:
             from .mee.findings import mask  # noqa: PLC0415
             from .mee.labs import measured_name_spans  # noqa: PLC0415
 

@@ -240,9 +240,10 @@ _OTHER_FLUID = re.compile(r"(?:ionized|ionised|free|urine|urinary|CSF|cerebrospi
                           r"peritoneal|synovial|stool|sweat)\s+$", _I)
 
 
-MEASURED_NAMES = Path(__file__).with_name("measured_names.tsv")
-_SAMPLE = (r"(?:(?:serum|plasma|blood|whole\s+blood|urine|urinary|arterial|venous|fasting|random|capillary|"
-           r"fingerstick|CSF|cerebrospinal\s+fluid|peak|nadir|repeat|admission)\s+)*")
+VITAL_SIGN_NAMES = Path(__file__).with_name("vital_sign_names.tsv")
+# "resting heart rate", "systolic blood pressure of 80", "repeat blood pressure is 90/60"
+_VITAL_QUALIFIER = (r"(?:(?:resting|supine|sitting|standing|systolic|diastolic|mean\s+arterial|arterial|initial|repeat|"
+                    r"admission)\s+)*")
 
 
 @lru_cache(maxsize=4)
@@ -255,13 +256,13 @@ def _measured_name_pattern(path: str) -> re.Pattern:
         except re.error as e:
             raise ValueError(f"{path}: bad pattern {n!r}: {e}") from None
     alternatives = "|".join(f"(?:{n})" for n in names)
-    return re.compile(r"(?<![\w-])" + _SAMPLE + r"(?:" + alternatives + r")(?![\w-])" + _LINK + _VALUE, _I)
+    return re.compile(r"(?<![\w-])" + _VITAL_QUALIFIER + r"(?:" + alternatives + r")(?![\w-])" + _LINK + _VALUE, _I)
 
 
-def measured_name_spans(text: str, path: Path | str = MEASURED_NAMES) -> list[tuple[int, int]]:
+def measured_name_spans(text: str, path: Path | str = VITAL_SIGN_NAMES) -> list[tuple[int, int]]:
     """Where ``text`` names a measured quantity and gives its value ("blood pressure is 133/87", "HR 88"): (start,
     end) of the name, its linking words and the number (the unit after it is not included). The names are those of
-    ``path`` (default ``measured_names.tsv``: the vital signs); a name with no number after it ("her blood pressure
+    ``path`` (default ``vital_sign_names.tsv``); a name with no number after it ("her blood pressure
     was high") is not a measurement and is not returned."""
     return [(m.start(), m.end()) for m in _measured_name_pattern(str(path)).finditer(text)]
 

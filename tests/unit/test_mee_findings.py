@@ -256,7 +256,7 @@ def test_word_search_does_not_see_numbers_and_units(mee):
         assert gone not in query, gone
     kept = HKI(_Index(), kg=None, ranker=_RecordingRanker(), config=HKIConfig(drop_measurements_in_text=False))
     assert "1200 U/L" in kept.retrieve(ex, text, RetrievalParams(sources=("B",))).queries[0]
-    named = HKI(_Index(), kg=None, ranker=_RecordingRanker(), config=HKIConfig(drop_test_names_in_text=False))
+    named = HKI(_Index(), kg=None, ranker=_RecordingRanker(), config=HKIConfig(drop_vital_names_in_text=False))
     assert "SpO2" in named.retrieve(ex, text, RetrievalParams(sources=("B",))).queries[0]
 
 
