@@ -62,6 +62,15 @@ def test_the_table_is_well_formed(tmp_path):
     ("When the lesion is squeezed, the surface retracts inwards.", "dimple-sign"),
     ("A pearly papule with rolled borders and telangiectasias.", "pearly-papule"),
     ("Greasy brown plaques that appear stuck-on.", "stuck-on"),
+    ("An early diastolic blowing, decrescendo murmur at the left sternal border.", "early-diastolic-murmur"),
+    ("A late diastolic rumbling murmur heard best at the apex.", "mid-diastolic-rumble"),
+    ("A holosystolic murmur at the apex radiating to the axilla.", "holosystolic-murmur-axilla"),
+    ("A crescendo-decrescendo systolic murmur radiating to both carotids.", "ejection-murmur-carotids"),
+    ("Sudden tearing chest pain radiating to the back.", "tearing-pain"),
+    ("He describes the pain as ripping.", "tearing-pain"),
+    ("Unequal blood pressures between the two arms.", "tearing-pain"),
+    ("She calls it the worst headache of her life.", "thunderclap-headache"),
+    ("Colicky right flank pain radiating to the groin.", "renal-colic"),
 ])
 def test_a_stated_sign_is_found(signs, text, sign):
     got = [m.spec.id for m in signs.find(text)]
@@ -84,6 +93,9 @@ def test_a_stated_sign_is_found(signs, text, sign):
     "Direct Coombs test was negative.",
     "HBsAg negative.",
     "Skin biopsy shows linear IgG deposits along the basement membrane zone.",   # pemphigoid, not the kidney
+    "No tearing chest pain.",
+    "A holosystolic murmur at the left lower sternal border.",        # not the apex or the axilla
+    "Flank pain without radiation.",
 ])
 def test_a_denied_or_absent_sign_is_not(signs, text):
     got = [m.spec.id for m in signs.find(text)]

@@ -105,6 +105,9 @@ def test_body_part_forms(text, name):
     ("cuts and bruises take a long time to heal", "poor wound healing"),
     ("my anus bleeds", "hematochezia"),
     ("swelling joints", "Joint swelling"),
+    ("the worst headache of her life", "Thunderclap headache"),
+    ("a sudden, severe headache while lifting weights", "Thunderclap headache"),
+    ("sudden-onset excruciating headache", "Thunderclap headache"),
 ])
 def test_phrases(text, name):
     assert name in names(text)
