@@ -40,6 +40,7 @@ def test_the_table_is_well_formed(tmp_path):
     ("Lymph node biopsy shows Reed-Sternberg cells.", "reed-sternberg"),
     ("Rebound tenderness at McBurney's point.", "mcburney-rovsing-psoas"),
     ("Murphy's sign positive.", "murphy-sign"),
+    ("Inspiratory arrest on deep palpation of the right upper quadrant.", "murphy-sign"),
     ("A palpable olive-shaped mass in the epigastrium.", "olive-mass"),
     ("Chest x-ray shows a boot-shaped heart.", "boot-shaped-heart"),
     ("Peripheral smear shows giant cytoplasmic granules in neutrophils.", "giant-granules"),

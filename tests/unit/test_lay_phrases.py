@@ -108,6 +108,7 @@ def test_body_part_forms(text, name):
     ("the worst headache of her life", "Thunderclap headache"),
     ("a sudden, severe headache while lifting weights", "Thunderclap headache"),
     ("sudden-onset excruciating headache", "Thunderclap headache"),
+    ("inspiratory arrest on palpation of the right upper quadrant", "Positive Murphy sign"),
 ])
 def test_phrases(text, name):
     assert name in names(text)
