@@ -91,6 +91,23 @@ _MEASUREMENT = re.compile(
     r"(?![\w-])", re.I)
 
 
+_FIRST_NUMBER = re.compile(r"(?<![A-Za-z\d])\d+(?:[.,]\d+)*")
+
+
+def _vital_names(text: str) -> list[tuple[int, int]]:
+    """Where the vital-sign reader (agents/mee/vitals.py) finds a named reading, the span from its name to the end of
+    its first number ("blood pressure is 133", "HR 88"); the units and what follows are left to the measurement
+    filter."""
+    from .mee.vitals import read_vitals  # noqa: PLC0415
+
+    spans = []
+    for r in read_vitals(text):
+        m = _FIRST_NUMBER.search(r.text)
+        if m and m.start() > 0:                 # a bare value ("120 bpm") has no name to blank
+            spans.append((r.start, r.start + m.end()))
+    return spans
+
+
 @dataclass(frozen=True)
 class HKIConfig:
     """How HKI scores and mixes what it retrieves (the relevance of each evidence item, the text/KG fusion).
@@ -115,8 +132,8 @@ class HKIConfig:
     # disease names such as L-2-hydroxyglutaric aciduria; the measured values are findings already (hyperbilirubinemia).
     drop_measurements_in_text: bool = True
     # ... nor a vital sign's name before its value: nearly every vignette lists them, and "blood pressure is
-    # 133/87", "oxygen saturation 97%" match the hypertension and pulmonary embolism pages (the names:
-    # agents/mee/vital_sign_names.tsv; an abnormal value is a finding already; test names stay, docs/results.md).
+    # 133/87", "oxygen saturation 97%" match the hypertension and pulmonary embolism pages (the names the
+    # vital-sign reader, agents/mee/vitals.py, reads; an abnormal value is a finding already; test names stay).
     drop_vital_names_in_text: bool = True
     candidate_floor: float = 0.6       # a candidate's evidence relevance: floor + (1 - floor) * score/top score
     candidate_triples: int = 3         # supporting triples cited per candidate
@@ -512,18 +529,15 @@ class HKI:
         words blanked out ("No fever, no loin pain" must not find fever pages); with ``drop_vital_names_in_text``, the
         names of the vital signs a value follows; with ``drop_measurements_in_text``,
         the measured values and their units too (offsets kept)."""
+        from .mee.findings import mask  # noqa: PLC0415
+
         text = presentation
         if self.config.mask_denied_in_text and extraction is not None:
             spans = [(e.start, e.end) for e in extraction.negated() if e.start is not None and e.start >= 0]
             if spans:
-                from .mee.findings import mask  # noqa: PLC0415
-
                 text = mask(text, spans)
         if self.config.drop_vital_names_in_text:
-            from .mee.findings import mask  # noqa: PLC0415
-            from .mee.labs import measured_name_spans  # noqa: PLC0415
-
-            if spans := measured_name_spans(text):
+            if spans := _vital_names(text):
                 text = mask(text, spans)
         if self.config.drop_measurements_in_text:
             text = _MEASUREMENT.sub(lambda m: " " * len(m.group(0)), text)

@@ -240,33 +240,6 @@ _OTHER_FLUID = re.compile(r"(?:ionized|ionised|free|urine|urinary|CSF|cerebrospi
                           r"peritoneal|synovial|stool|sweat)\s+$", _I)
 
 
-VITAL_SIGN_NAMES = Path(__file__).with_name("vital_sign_names.tsv")
-# "resting heart rate", "systolic blood pressure of 80", "repeat blood pressure is 90/60"
-_VITAL_QUALIFIER = (r"(?:(?:resting|supine|sitting|standing|systolic|diastolic|mean\s+arterial|arterial|initial|repeat|"
-                    r"admission)\s+)*")
-
-
-@lru_cache(maxsize=4)
-def _measured_name_pattern(path: str) -> re.Pattern:
-    names = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()
-             if ln.strip() and not ln.lstrip().startswith("#")]
-    for n in names:
-        try:
-            re.compile(n)
-        except re.error as e:
-            raise ValueError(f"{path}: bad pattern {n!r}: {e}") from None
-    alternatives = "|".join(f"(?:{n})" for n in names)
-    return re.compile(r"(?<![\w-])" + _VITAL_QUALIFIER + r"(?:" + alternatives + r")(?![\w-])" + _LINK + _VALUE, _I)
-
-
-def measured_name_spans(text: str, path: Path | str = VITAL_SIGN_NAMES) -> list[tuple[int, int]]:
-    """Where ``text`` names a measured quantity and gives its value ("blood pressure is 133/87", "HR 88"): (start,
-    end) of the name, its linking words and the number (the unit after it is not included). The names are those of
-    ``path`` (default ``vital_sign_names.tsv``); a name with no number after it ("her blood pressure
-    was high") is not a measurement and is not returned."""
-    return [(m.start(), m.end()) for m in _measured_name_pattern(str(path)).finditer(text)]
-
-
 def read_lab_values(text: str) -> list[Reading]:
     """Every numeric laboratory value of the supported analytes in ``text`` (in its reference unit), in text
     order."""
@@ -458,6 +431,5 @@ __all__ = [
     "find_labs",
     "lab_finding",
     "load_phrase_table",
-    "measured_name_spans",
     "read_lab_values",
 ]

@@ -258,6 +258,12 @@ def test_word_search_does_not_see_numbers_and_units(mee):
     assert "1200 U/L" in kept.retrieve(ex, text, RetrievalParams(sources=("B",))).queries[0]
     named = HKI(_Index(), kg=None, ranker=_RecordingRanker(), config=HKIConfig(drop_vital_names_in_text=False))
     assert "SpO2" in named.retrieve(ex, text, RetrievalParams(sources=("B",))).queries[0]
+    # in a sentence: the name goes with its value; a vital sign named without one stays, and so does "room air"
+    said = "Her blood pressure is 133/87 mm Hg and her pulse is irregular; oxygen saturation of 97% on room air."
+    query = HKI(_Index(), kg=None, ranker=_RecordingRanker()).retrieve(
+        mee.extract(said), said, RetrievalParams(sources=("B",))).queries[0]
+    assert "blood pressure" not in query and "oxygen saturation" not in query
+    assert "pulse is irregular" in query and "room air" in query
 
 
 def test_a_typo_keeps_its_first_letters():

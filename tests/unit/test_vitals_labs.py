@@ -318,26 +318,3 @@ def test_every_analyte_has_limits_and_every_limit_a_concept():
     assert {a.key for a in _ANALYTES} == set(_LIMITS) | read_apart
     keys = {k for low, _, high, _ in _LIMITS.values() for k in (low, high) if k}
     assert keys <= set(FINDING_CONCEPTS)
-
-
-@pytest.mark.parametrize("text, spans", [
-    ("T 37.6 C, HR 88, BP 136/58, RR 18, SpO2 97% RA", ["T 37.6", "HR 88", "BP 136", "RR 18", "SpO2 97"]),
-    ("Her temperature is 38.9\u00b0C, pulse is 102/min and blood pressure is 80/50 mm Hg.",
-     ["temperature is 38.9", "pulse is 102", "blood pressure is 80"]),
-    ("Oxygen saturation of 88% on room air; BMI 31 kg/m2", ["Oxygen saturation of 88", "BMI 31"]),
-    # a name with no value, a finding that starts like one, a type or a stage: nothing to blank
-    ("Her blood pressure was high; pulse irregular; weight loss of 5 kg; type 2 diabetes; T2-weighted MRI", []),
-])
-def test_measured_names_are_found_with_their_values(text, spans):
-    from agents.mee.labs import measured_name_spans
-
-    assert [text[s:e] for s, e in measured_name_spans(text)] == spans
-
-
-def test_a_bad_measured_name_pattern_is_a_clear_error(tmp_path):
-    from agents.mee.labs import measured_name_spans
-
-    bad = tmp_path / "names.tsv"
-    bad.write_text("# vital signs\nblood\\s+pressure\n(?:heart\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad pattern '\(\?:heart'"):
-        measured_name_spans("BP 120/80", bad)
