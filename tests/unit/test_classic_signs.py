@@ -63,6 +63,7 @@ def test_the_table_is_well_formed(tmp_path):
     ("When the lesion is squeezed, the surface retracts inwards.", "dimple-sign"),
     ("A pearly papule with rolled borders and telangiectasias.", "pearly-papule"),
     ("Greasy brown plaques that appear stuck-on.", "stuck-on"),
+    ("Three dome-shaped papules with central umbilication.", "umbilicated-papules"),
     ("An early diastolic blowing, decrescendo murmur at the left sternal border.", "early-diastolic-murmur"),
     ("A late diastolic rumbling murmur heard best at the apex.", "mid-diastolic-rumble"),
     ("A holosystolic murmur at the apex radiating to the axilla.", "holosystolic-murmur-axilla"),

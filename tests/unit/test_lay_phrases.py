@@ -427,3 +427,23 @@ def test_a_worsening_by_time_of_day_is_fatigable_weakness_after_a_word_of_weakne
 ])
 def test_everyday_wording_needs_the_finding(text):
     assert names(text) == []
+
+
+def _examples() -> list[tuple[str, str]]:
+    from pathlib import Path  # noqa: PLC0415
+
+    path = Path(__file__).parents[1] / "cases" / "lay_phrase_examples.tsv"
+    rows = [line.split("\t")[:2] for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+    return [(s, e) for s, e in rows]
+
+
+@pytest.mark.parametrize("text, expected", _examples())
+def test_mental_state_and_skin_wording(text, expected):
+    """The mental-state and skin rows read what a history or an examination says, and leave look-alikes alone
+    ("seminal vesicles", "an eccentric hypertrophy", "a suspicious lesion" on a scan)."""
+    got = names(text)
+    if expected.startswith("-NOT "):
+        assert expected[5:] not in got
+    else:
+        assert expected in got
