@@ -2,6 +2,8 @@
 reads the phrasings it documents, and unrelated sentences give nothing."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agents.mee.lay import FORMS, expand, find_lay_phrases, load_lay_table
@@ -430,8 +432,7 @@ def test_everyday_wording_needs_the_finding(text):
 
 
 def _examples() -> list[tuple[str, str]]:
-    from pathlib import Path  # noqa: PLC0415
-
+    """The example sentences of tests/cases/lay_phrase_examples.tsv: (sentence, finding name or "-NOT name")."""
     path = Path(__file__).parents[1] / "cases" / "lay_phrase_examples.tsv"
     rows = [line.split("\t")[:2] for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip() and not line.startswith("#")]
@@ -439,9 +440,9 @@ def _examples() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("text, expected", _examples())
-def test_mental_state_and_skin_wording(text, expected):
-    """The mental-state and skin rows read what a history or an examination says, and leave look-alikes alone
-    ("seminal vesicles", "an eccentric hypertrophy", "a suspicious lesion" on a scan)."""
+def test_the_example_sentences_of_the_table(text, expected):
+    """The mental-state, skin, sleep and tiredness rows read what a history or an examination says, and leave
+    look-alikes alone ("seminal vesicles", "an eccentric hypertrophy", "a suspicious lesion" on a scan)."""
     got = names(text)
     if expected.startswith("-NOT "):
         assert expected[5:] not in got
