@@ -35,8 +35,10 @@ _DENIED_BEFORE = re.compile(r"\b(?:no|not|without|negative|absent|absence\s+of|d
                             r"(?:(?!\b(?:but|however|although|though|yet|with|and\s+(?:a\s+)?positive)\b)"
                             r"[^.;:!?\n]){0,60}$", re.I)
 # ... or right after the sign ("Murphy's sign is negative", "Kernig sign: absent")
-_DENIED_AFTER = re.compile(r"^\s*(?:(?:is|was|were|are)\s+)?(?::\s*)?"
-                           r"(?:negative|absent|not\s+(?:present|elicited|seen))\b", re.I)
+# ("anti-Yo antibodies were not detected": the word antibodies may stand between the sign and the denial)
+_DENIED_AFTER = re.compile(r"^\s*(?:(?:auto)?antibod(?:y|ies)\s+)?(?:(?:is|was|were|are)\s+)?(?::\s*)?"
+                           r"(?:negative|absent|undetectable|not\s+(?:present|elicited|seen|detected|found|identified))\b",
+                           re.I)
 
 
 class SignsError(ValueError):
