@@ -40,6 +40,7 @@ the strict match set of ``f``)::
                  (1 + curated_prior) else if it has a DO curated or a cardinal-findings profile
                * (1 + named_prior)   if a finding is, or is xref-equivalent to, d itself
                * prod_{g negated} (1 - negation_mu * s(d, g))    # expected but absent
+               * prod_{o opposite to a present f} (1 - opposite_mu * s(d, o))   # unless d also explains f
 
 ``mass(d)`` is the summed strength of all of ``d``'s annotations: a rare syndrome with 200 phenotypes matches anything
 by chance and is damped; a disease with four strong curated symptoms is not. The common-disease prior stands in for
@@ -120,6 +121,7 @@ class RankerConfig:
     curated_prior: float = 0.5
     named_prior: float = 1.0               # a finding names the disease itself ("acid reflux" = HP GERD = DO GERD)
     negation_mu: float = 0.6
+    opposite_mu: float = 0.6               # the patient has the opposite of a finding d expects (knowledge/kg/opposites)
     propagate_discount: float = 0.8
     propagate_levels: int = 2
     propagate_max_descendants: int = 25
@@ -271,6 +273,23 @@ class _KGIndex:
         parts = [x for x in parts if x[0] > 0.0]    # a source weighted 0 asserts nothing (the no-mined ablation)
         label = ", ".join(lab for _, lab, _ in parts)
         return _noisy_or(p for p, _, _ in parts), label, {k for _, _, k in parts} & kinds
+
+    # -- opposite findings ----------------------------------------------------------------------------------------
+    def opposites(self, cid: str) -> set[str]:
+        """The finding concepts opposite to ``cid`` or to one of its equivalents ("Bradycardia" for "Tachycardia";
+        :func:`knowledge.kg.opposites.opposite_findings`), computed once per index (not stored with it: the reviewed
+        list may change without a new graph)."""
+        table = self.__dict__.get("_opposite")
+        if table is None:
+            from knowledge.kg.opposites import opposite_findings  # noqa: PLC0415
+
+            table = opposite_findings({n: self.names.get(n, n) for n, c in self.category.items()
+                                       if c in FINDING_CATEGORIES})
+            self.__dict__["_opposite"] = table
+        out: set[str] = set()
+        for e in self.equivalents(cid):
+            out.update(table.get(e, ()))
+        return out
 
     # -- hierarchy / equivalence ----------------------------------------------------------------------------------
     def equivalents(self, cid: str) -> set[str]:
@@ -635,8 +654,18 @@ class KGRanker:
                 if not level:
                     break
 
-        # 3. negated findings (strict match set: no broader terms)
+        # 3. negated findings (strict match set: no broader terms), and the opposites of present findings: an
+        #    expected finding whose opposite the patient has ("Elevated TSH" when the TSH is suppressed) counts against
+        #    a disease like an absent one, unless the disease also explains the finding the patient has
         neg_prof = {g: idx.profile(g, with_parents=False) for g in neg}
+        opposed: dict[str, str] = {}     # expected finding -> the patient's finding opposite to it
+        if cfg.opposite_mu > 0:
+            for f in pos:
+                if cat[f] in FINDING_CATEGORIES:
+                    for o in sorted(idx.opposites(f)):
+                        if o in cat and o not in pos and o not in neg and o not in opposed:
+                            opposed[o] = f
+        opp_prof = {o: idx.profile(o, with_parents=False) for o in opposed}
 
         scored: list[tuple[float, str]] = []
         for d, fm in ev.items():
@@ -653,6 +682,10 @@ class KGRanker:
                 m = neg_prof[g].get(d)
                 if m is not None:
                     score *= 1.0 - cfg.negation_mu * m[0]
+            for o, f in opposed.items():
+                m = opp_prof[o].get(d)
+                if m is not None and f not in fm:
+                    score *= 1.0 - cfg.opposite_mu * m[0]
             score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d),
                                         idx.typical_age.get(d), idx.endemic.get(d), regions,
                                         typical_course=idx.course.get(d), course=course)
@@ -662,7 +695,7 @@ class KGRanker:
         wanted = {idx.canon.get(a, a) for a in also} - {d for _, d in top}
         if wanted:
             top += sorted(((sc, d) for sc, d in scored if d in wanted), key=lambda x: -x[0])
-        return [self._candidate(d, s, ev[d], neg, neg_prof) for s, d in top]
+        return [self._candidate(d, s, ev[d], neg, neg_prof, opposed, opp_prof) for s, d in top]
 
     def explained(self, disease: str, findings: list[Entity] | list[str]) -> list[str]:
         """The ids of ``findings`` the knowledge graph links to ``disease`` by the edges the ranking uses (a finding
@@ -690,7 +723,8 @@ class KGRanker:
         return child + self._expand(edges.own)
 
     def _candidate(self, d: str, score: float, fm: dict[str, tuple[float, tuple[EdgeInfo, ...]]],
-                   neg: list[str], neg_prof: dict[str, dict]) -> Candidate:
+                   neg: list[str], neg_prof: dict[str, dict], opposed: dict[str, str] | None = None,
+                   opp_prof: dict[str, dict] | None = None) -> Candidate:
         names = self.index.names
         supporting: list[str] = []
         parts: list[str] = []
@@ -723,11 +757,22 @@ class KGRanker:
             for _, tid, _, _ in m[1]:
                 if tid not in contradicting:
                     contradicting.append(tid)
+        absent = list(contradicted)
+        against: list[str] = []
+        for o, f in (opposed or {}).items():
+            m = (opp_prof or {}).get(o, {}).get(d)
+            if m is None or f in fm:
+                continue
+            contradicted.append(o)
+            against.append(f"{names.get(o, o)} (the patient has {names.get(f, f)})")
+            for _, tid, _, _ in m[1]:
+                if tid not in contradicting:
+                    contradicting.append(tid)
         expl = []
         if parts:
             expl.append("matches " + ", ".join(parts))
-        if contradicted:
-            expl.append("expects " + ", ".join(f"{names.get(g, g)} (absent)" for g in contradicted))
+        if absent or against:
+            expl.append("expects " + ", ".join([f"{names.get(g, g)} (absent)" for g in absent] + against))
         return Candidate(concept_id=d, name=names.get(d, d), score=round(score, 6), matched=list(fm),
                          contradicted=contradicted, supporting=supporting, contradicting=contradicting,
                          explanation="; ".join(expl))

@@ -129,7 +129,7 @@ class Candidate(BaseModel):
     name: str
     score: float
     matched: list[str] = Field(default_factory=list)       # finding concept ids that support it
-    contradicted: list[str] = Field(default_factory=list)  # negated findings it expects
+    contradicted: list[str] = Field(default_factory=list)  # findings it expects: negated, or the opposite present
     supporting: list[str] = Field(default_factory=list)    # evidence ids (triples)
     contradicting: list[str] = Field(default_factory=list)
     explanation: str = ""

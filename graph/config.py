@@ -25,6 +25,7 @@ class PipelineConfig(BaseModel):
     mined_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
     use_cardinal: bool = True         # rank with the curated cardinal findings of common diseases (knowledge/kg/cardinal)
     cardinal_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
+    use_opposites: bool = True        # a present finding argues against a disease expecting its opposite (low vs high TSH)
     use_sites: bool = True            # the diseases of the organs under a localised pain as a ranking (agents/sites.py)
     site_weight: float = Field(0.5, ge=0.0, le=10.0)   # its weight in the rank fusion (KG ranking = 1; dev-chosen)
     use_signs: bool = True            # the diseases classic signs point to as a ranking (agents/signs.py)

@@ -337,3 +337,36 @@ def test_the_ranking_is_the_same_in_every_process(kg, finding_ids):
         outs.append(run.stdout.strip().splitlines()[-1])
     assert outs[0] == outs[1]
     assert len(json.loads(outs[0])) >= 5
+
+
+def test_present_finding_argues_against_a_disease_expecting_its_opposite(kg, ranker):
+    """A suppressed TSH and a raised free T4 count against hypothyroidism (it expects the raised TSH), with the reason
+    in the explanation; without the opposite pairs (``opposite_mu=0``) they do not."""
+    from dataclasses import replace
+
+    from knowledge.kg.opposites import read_pairs
+
+    names = {str(a.get("name") or "").lower() for _, a in kg.graph.nodes(data=True)
+             if a.get("category") in ("symptom", "phenotype")}
+    for a, b in read_pairs():                 # every reviewed pair names findings the graph has
+        assert a.lower() in names and b.lower() in names, (a, b)
+
+    def ent(cid: str) -> Entity:
+        return Entity(text=cid, category="test", concept_id=cid, concept_name=kg.graph.nodes[cid]["name"])
+
+    low_tsh, high_ft4, tremor = ent("HP:0031098"), ent("HP:0033077"), _ent(kg, "tremor")
+    assert kg.graph.nodes["HP:0033077"]["name"] == "Increased circulating free T4 concentration"
+    findings = [low_tsh, high_ft4, tremor]
+    hypothyroidism = "DOID:1459"
+    off = KGRanker(kg, replace(ranker.config, opposite_mu=0.0))
+    with_pairs = {c.concept_id: c for c in ranker.rank(findings, [], k=100_000)}
+    without = {c.concept_id: c for c in off.rank(findings, [], k=100_000)}
+    assert hypothyroidism in without and not without[hypothyroidism].contradicted
+    hypo = with_pairs.get(hypothyroidism)
+    assert hypo is not None and hypo.score < without[hypothyroidism].score
+    assert "HP:0002925" in hypo.contradicted                # Elevated circulating TSH concentration
+    assert "the patient has Decreased thyroid-stimulating hormone level" in hypo.explanation
+    # a disease that explains the patient's findings is not argued against by their opposites
+    hyper = "DOID:7998"                                     # hyperthyroidism
+    assert with_pairs[hyper].score == pytest.approx(without[hyper].score)
+    assert list(with_pairs).index(hyper) <= list(without).index(hyper)
