@@ -102,10 +102,13 @@ def link_name(kg: Any, name: str) -> tuple[str | None, str | None]:
     """(concept id, concept name) of the KG disease a model's name denotes, or (None, None)."""
     if kg is None:
         return None, None
-    for v in name_variants(name):
-        hits = kg.lookup(v, categories=["disease"])
-        if hits:
-            return hits[0].id, hits[0].name
+    variants = name_variants(name)
+    # as written first; then the spellings clinicians' names differ from the vocabularies' by (KnowledgeGraph.resolve)
+    for find in [kg.lookup] + ([kg.resolve] if hasattr(kg, "resolve") else []):
+        for v in variants:
+            hits = find(v, categories=["disease"])
+            if hits:
+                return hits[0].id, hits[0].name
     return None, None
 
 

@@ -58,11 +58,15 @@ class LabelMatcher:
         variants = [text, _HEDGES.sub("", text)]
         # "Bronchospasm / acute asthma exacerbation", "Pneumonia (community-acquired)": try the parts too
         variants += [p for p in re.split(r"\s*/\s*|\s*\(|\)\s*|\s+or\s+", text) if p and p.strip()]
-        for v in variants:
-            hits = self.kg.lookup(v.strip(), categories=_DISEASE)
-            if hits:
-                best = [c.id for c in hits if c.name and normalise(c.name) == normalise(hits[0].name)] or [hits[0].id]
-                return tuple(dict.fromkeys([hits[0].id, *best]))
+        # every variant as written first, then the spellings a clinician's name differs by (KnowledgeGraph.resolve:
+        # "Takotsubo" for "Tako-Tsubo", "... disorder" for "... syndrome", "exertional heat stroke" -> heat stroke)
+        finders = [self.kg.lookup] + ([self.kg.resolve] if hasattr(self.kg, "resolve") else [])
+        for find in finders:
+            for v in variants:
+                hits = find(v.strip(), categories=_DISEASE)
+                if hits:
+                    best = [c.id for c in hits if c.name and normalise(c.name) == normalise(hits[0].name)] or [hits[0].id]
+                    return tuple(dict.fromkeys([hits[0].id, *best]))
         return ()
 
     def link(self, text: str) -> list[str]:

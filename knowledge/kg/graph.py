@@ -32,6 +32,48 @@ _CATEGORY_RANK = {"disease": 0, "symptom": 1, "phenotype": 2, "drug": 3, "anatom
 # then related, narrower and broader synonyms
 _SCOPE_RANK = {"EXACT": 1, "MAPPED": 2, "ABBREVIATION": 2, "RELATED": 3, "NARROW": 4, "BROAD": 4}
 _OTHER_SCOPE_RANK = 4
+# a diagnosis name's generic head nouns, interchangeable between vocabularies
+_HEADS = ("disorder", "syndrome", "disease", "dysfunction")
+# leading words that qualify a diagnosis without naming another disease (KnowledgeGraph.resolve)
+_QUALIFIERS = frozenset({"acute", "chronic", "subacute", "recurrent", "exertional", "classic", "classical", "typical",
+                         "severe", "mild", "moderate", "uncomplicated", "complicated", "isolated", "idiopathic",
+                         "primary", "ruptured", "perforated", "bleeding", "symptomatic", "early", "late", "adult",
+                         "new", "onset", "suspected", "probable", "possible"})
+
+
+def _loose_variants(key: str) -> list[str]:
+    """Normalised name variants for :meth:`KnowledgeGraph.resolve`, closest first (the key itself stands for its
+    spelling written together)."""
+    out: list[str] = [key]
+
+    def add(v: str) -> None:
+        v = " ".join(v.split())
+        if v and v not in out:
+            out.append(v)
+
+    words = key.split()
+    stems = [words]
+    while len(stems[-1]) > 1 and stems[-1][0] in _QUALIFIERS:
+        stems.append(stems[-1][1:])
+    for w in stems:
+        if len(w) == 1 and w[0] in _QUALIFIERS:
+            continue                      # "acute" alone names no disease
+        text = " ".join(w)
+        if w is not words:
+            add(text)
+        if w[-1] in _HEADS and len(w) > 1:
+            add(" ".join(w[:-1]))
+            for h in _HEADS:
+                add(" ".join(w[:-1] + [h]))
+            for h in _HEADS:
+                if h != w[-1]:
+                    add(f"{text} {h}")      # "... dysfunction" -> "... dysfunction syndrome"
+            if len(w) > 2 and w[-2] in _HEADS:
+                add(" ".join(w[:-2]))
+        else:
+            for h in _HEADS:
+                add(f"{text} {h}")
+    return out
 VOCABULARY_SCOPES = ("EXACT", "RELATED")
 
 
@@ -95,6 +137,7 @@ class KnowledgeGraph:
         self.base_version = version
         self.report = report or {}
         self._names: dict[str, list[tuple[int, str]]] | None = None
+        self._compact: dict[str, list[tuple[int, str]]] | None = None
         self._xref_index: dict[str, list[str]] | None = None
         self._lower_ids: dict[str, str] | None = None
 
@@ -167,6 +210,40 @@ class KnowledgeGraph:
             if cats is None or self.graph.nodes[nid]["category"] in cats:
                 out.append(self.concept(nid))
         return out
+
+    def resolve(self, text: str, categories: Iterable[str] | None = None) -> list[Concept]:
+        """:meth:`lookup`, and when that finds nothing, the spellings a clinician's name differs from the
+        vocabularies' by (first that finds something wins): written together or apart ("takotsubo" for
+        "Tako-Tsubo"); the generic head noun dropped, swapped or added ("advanced sleep phase disorder" for
+        "... syndrome", "temporomandibular joint dysfunction" for "... dysfunction syndrome"); leading qualifiers
+        that do not change the disease dropped ("exertional heat stroke" -> "heat stroke", "acute hepatitis B" ->
+        "hepatitis B"). For whole diagnosis names (a gold label, a model's answer), not for phrases in a text."""
+        hits = self.lookup(text, categories)
+        if hits:
+            return hits
+        cats = set(categories) if categories is not None else None
+        key = normalise(text)
+        if not key:
+            return []
+        for variant in _loose_variants(key):
+            found = [*self._name_index().get(variant, ()), *self._compact_index().get(variant.replace(" ", ""), ())]
+            best: dict[str, int] = {}
+            for rank, nid in found:
+                if cats is None or self.graph.nodes[nid]["category"] in cats:
+                    best[nid] = min(rank, best.get(nid, rank))
+            if best:
+                deg = self.graph.degree
+                return [self.concept(n) for n in sorted(best, key=lambda n: (best[n], -deg(n), n))]
+        return []
+
+    def _compact_index(self) -> dict[str, list[tuple[int, str]]]:
+        """The name index keyed without spaces ("takotsubo cardiomyopathy" = "tako tsubo cardiomyopathy")."""
+        if self._compact is None:
+            out: dict[str, list[tuple[int, str]]] = {}
+            for k, v in self._name_index().items():
+                out.setdefault(k.replace(" ", ""), []).extend(v)
+            self._compact = out
+        return self._compact
 
     def exact_matches(self, text: str, categories: Iterable[str] | None = None, max_rank: int = 2) -> list[Concept]:
         """Concepts whose preferred name (rank 0), exact synonym (1) or merged vocabulary name (2) is ``text``

@@ -169,6 +169,23 @@ def test_synonyms_and_variants_resolve(kg):
     assert all(c.category == "phenotype" for c in kg.lookup("asthma", categories=["phenotype"]))
 
 
+def test_resolve_finds_the_names_clinicians_write_and_only_when_lookup_does_not(kg):
+    """A whole diagnosis name the vocabularies spell differently resolves: written together, another head noun, a
+    leading qualifier; exact names keep their exact concept; nonsense and a lone qualifier resolve to nothing."""
+    for text, want in [("Takotsubo cardiomyopathy", "tako tsubo cardiomyopathy"),
+                       ("Advanced sleep phase disorder", "advanced sleep phase syndrome"),
+                       ("Temporomandibular joint dysfunction", "temporomandibular joint dysfunction syndrome"),
+                       ("Exertional heat stroke", "heat stroke"),
+                       ("Acute hepatitis B", "hepatitis b")]:
+        assert kg.lookup(text, categories=["disease"]) == [], text      # the exact lookup does not know it
+        hits = kg.resolve(text, categories=["disease"])
+        assert hits and normalise(hits[0].name) == want, (text, hits[:1])
+    assert _ids(kg.resolve("asthma", categories=["disease"]))[0] == ASTHMA
+    assert _ids(kg.resolve("heart attack"))[0] == MI
+    assert kg.resolve("acute", categories=["disease"]) == []
+    assert kg.resolve("no such disease at all xyz") == []
+
+
 def test_synonym_scopes_kept(kg):
     a = kg.graph.nodes[ASTHMA]
     assert len(a["synonyms"]) == len(a["synonym_scopes"]) == len(a["synonym_sources"])

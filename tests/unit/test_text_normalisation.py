@@ -92,3 +92,16 @@ def test_stop_lists_differ_on_purpose():
     # out of the stop list because the verifier handles them as negation cues
     assert "no" not in INDEX_STOP and "no" in TERM_STOP and "no" not in CLAIM_STOP
     assert "symptom" in TERM_STOP and "symptom" not in INDEX_STOP and "symptom" not in CLAIM_STOP
+
+
+def test_loose_variants_of_a_diagnosis_name():
+    from knowledge.kg.graph import _loose_variants
+
+    v = _loose_variants("acute brief psychotic disorder")
+    assert v[0] == "acute brief psychotic disorder"
+    assert "brief psychotic disorder" in v and "brief psychotic syndrome" in v and "brief psychotic" in v
+    assert v.index("acute brief psychotic syndrome") < v.index("brief psychotic disorder")  # closest first
+    assert "heat stroke" in _loose_variants("exertional heat stroke")
+    assert "temporomandibular joint dysfunction syndrome" in _loose_variants("temporomandibular joint dysfunction")
+    assert _loose_variants("acute") == ["acute"]
+    assert all(x for x in _loose_variants("pneumonia"))
