@@ -2,12 +2,13 @@
 and the audit record. Called by the ``finalize`` and ``audit`` nodes."""
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 from agents.answer import clean_draft
 from agents.llm.budget import logical_calls
-from agents.confidence import Assessment, Calibration, assess, load_calibration
+from agents.confidence import Assessment, Calibration, assess, level_of, load_calibration
 from agents.types import Draft
 from agents.verifier import clean_citations
 
@@ -126,6 +127,22 @@ def _failed(call: dict[str, Any]) -> bool:
     return call.get("error") is not None and not (call.get("rejected_format") and not call.get("logical", True))
 
 
+# a differential heading of the answer text: "#### 2. influenza (likelihood: moderate; ..."
+_HEADING = re.compile(r"^(#### (\d+)\. [^\n]*?\(likelihood: )(high|moderate|low)\b", re.M)
+
+
+def calibrated_likelihoods(text: str, levels: dict[int, str]) -> str:
+    """The answer text with each differential heading's likelihood word replaced by ``levels[rank]`` (the level of
+    the item's calibrated confidence, :func:`agents.confidence.level_of`); ranks not in ``levels`` keep theirs.
+
+    The composer writes each word relative to the top candidate (the top one always "high"); once the calibrated
+    confidences are known the word says how likely the diagnosis is, in the same words as the diagnostic confidence
+    (a top candidate at 0.13 reads "low", not "high")."""
+    if not levels:
+        return text
+    return _HEADING.sub(lambda m: m.group(1) + levels.get(int(m.group(2)), m.group(3)), text)
+
+
 def diagnostic_block(a: Assessment | None, differential: list[Any]) -> dict[str, Any] | None:
     """The result's ``diagnostic_confidence``: the top item's calibrated probability and its level, the findings
     explained, where the calibration comes from, and per item its probability and the features it came from."""
@@ -159,10 +176,14 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
     ex = state.get("extraction")
     a = diagnostic_assessment(state, cfg, calibration)
     confidences = a.confidences if a is not None else [None] * len(draft.differential)
+    # the likelihood words follow the calibrated confidences where there are some (else the composer's relative ones)
+    levels = {d.rank: level_of(p) for d, p in zip(draft.differential, confidences) if p is not None}
+    text = calibrated_likelihoods(text, levels)
     return {
         **base,
         "answer": text,
-        "differential": [{**d.model_dump(), "confidence": None if p is None else round(p, 4)}
+        "differential": [{**d.model_dump(), "confidence": None if p is None else round(p, 4),
+                          **({"likelihood": level_of(p)} if p is not None else {})}
                          for d, p in zip(draft.differential, confidences)],
         "must_not_miss": [i.model_dump() for i in state.get("must_not_miss") or []],
         "next_steps": list(draft.next_steps),

@@ -93,7 +93,7 @@ _NOT_SKIN = re.compile(r"\b(?:dental|pleural|atherosclerotic|atheromatous|arteri
                        r"ash[\s-]leaf|caf[eé][\s-]au[\s-]lait|Forchheimer|Brushfield|blind|hot|cold)\s+$",
                        re.I)
 _OWNER = r"(?:my|the|his|her|their|your|both|both\s+of\s+my)\s+"
-_SIDE = r"(?:(?:left|right|lower|upper|whole|entire|inner|outer)\s+)?"
+_SIDE = r"(?:(?:left|right|lower|upper|whole|entire|inner|outer|anterior|posterior|lateral|medial|front)\s+)?"
 _ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+bit|a\s+lot|more|too)\s+)"
 _BE = r"(?:is|are|was|were|feels?|felt|has\s+been|have\s+been|gets?|got|became|become|looks?|seems?|seem)"
 

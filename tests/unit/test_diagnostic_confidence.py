@@ -282,3 +282,19 @@ def test_every_face_reads_diagnostic_reasons_by_the_same_prefix():
     from graph import result
 
     assert ask.DIAGNOSTIC_PREFIX == runner.DIAGNOSTIC_PREFIX == result.DIAGNOSTIC_PREFIX == "diagnostic: "
+
+
+def test_likelihood_words_follow_the_calibrated_confidence():
+    from graph.result import calibrated_likelihoods
+
+    text = ("### Differential diagnosis (for clinician review)\n"
+            "#### 1. acute bronchitis (likelihood: high; score 0.13)\n   Cough is typical [E1].\n"
+            "#### 2. influenza (likelihood: moderate; score 0.09; proposed by the model)\n   Fever [E2].\n"
+            "#### 3. common cold (likelihood: low)\n"
+            "The likelihood: high of nothing else changes.")
+    out = calibrated_likelihoods(text, {1: "low", 2: "low"})
+    assert "#### 1. acute bronchitis (likelihood: low; score 0.13)" in out
+    assert "#### 2. influenza (likelihood: low; score 0.09; proposed by the model)" in out
+    assert "#### 3. common cold (likelihood: low)" in out                 # no level for rank 3: kept
+    assert out.endswith("The likelihood: high of nothing else changes.")  # not a heading: untouched
+    assert calibrated_likelihoods(text, {}) == text

@@ -248,6 +248,8 @@ def test_usmle_lab_table():
      "Serum lipase is three times the upper limit of normal"),
     ("amylase is 5x ULN", "HP:0410288", False, "amylase is 5x ULN"),
     ("free T4 is high", "HP:0033077", False, "free T4 is high"),
+    ("radioactive iodine uptake is low", "HP:0031219", False, "radioactive iodine uptake is low"),
+    ("increased radioiodine uptake", "HP:0031220", False, "increased radioiodine uptake"),
 ])
 def test_results_in_words(text, concept, negated, span):
     [f] = find_lab_phrases(text)
