@@ -128,19 +128,28 @@ def _failed(call: dict[str, Any]) -> bool:
 
 
 # a differential heading of the answer text: "#### 2. influenza (likelihood: moderate; ..."
-_HEADING = re.compile(r"^(#### (\d+)\. [^\n]*?\(likelihood: )(high|moderate|low)\b", re.M)
+_HEADING = re.compile(r"^(#### (\d+)\. [^\n]*?\(likelihood: )(high|moderate|low)\b([^\n]*)$", re.M)
+_SCORE = re.compile(r"; score \d+(?:\.\d+)?")
 
 
-def calibrated_likelihoods(text: str, levels: dict[int, str]) -> str:
-    """The answer text with each differential heading's likelihood word replaced by ``levels[rank]`` (the level of
-    the item's calibrated confidence, :func:`agents.confidence.level_of`); ranks not in ``levels`` keep theirs.
+def calibrated_likelihoods(text: str, confidences: dict[int, float]) -> str:
+    """The answer text with each differential heading's likelihood word replaced by the level of the item's
+    calibrated confidence (``confidences``: rank -> probability; :func:`agents.confidence.level_of`) and its fusion
+    score by that confidence; ranks not in ``confidences`` keep their words.
 
-    The composer writes each word relative to the top candidate (the top one always "high"); once the calibrated
-    confidences are known the word says how likely the diagnosis is, in the same words as the diagnostic confidence
-    (a top candidate at 0.13 reads "low", not "high")."""
-    if not levels:
+    The composer writes each word relative to the top candidate (the top one always "high") beside a fusion score
+    that is no probability; once the calibrated confidences are known the heading says how likely the diagnosis is,
+    in the words and numbers of the diagnostic confidence (a top candidate at 0.13 reads "low; confidence 0.13")."""
+    if not confidences:
         return text
-    return _HEADING.sub(lambda m: m.group(1) + levels.get(int(m.group(2)), m.group(3)), text)
+
+    def one(m: re.Match) -> str:
+        p = confidences.get(int(m.group(2)))
+        if p is None:
+            return m.group(0)
+        return m.group(1) + level_of(p) + _SCORE.sub(f"; confidence {p:.2f}", m.group(4), count=1)
+
+    return _HEADING.sub(one, text)
 
 
 def diagnostic_block(a: Assessment | None, differential: list[Any]) -> dict[str, Any] | None:
@@ -177,8 +186,7 @@ def build_result(state: State, cfg: PipelineConfig, *, events: list[dict[str, An
     a = diagnostic_assessment(state, cfg, calibration)
     confidences = a.confidences if a is not None else [None] * len(draft.differential)
     # the likelihood words follow the calibrated confidences where there are some (else the composer's relative ones)
-    levels = {d.rank: level_of(p) for d, p in zip(draft.differential, confidences) if p is not None}
-    text = calibrated_likelihoods(text, levels)
+    text = calibrated_likelihoods(text, {d.rank: p for d, p in zip(draft.differential, confidences) if p is not None})
     return {
         **base,
         "answer": text,

@@ -292,9 +292,9 @@ def test_likelihood_words_follow_the_calibrated_confidence():
             "#### 2. influenza (likelihood: moderate; score 0.09; proposed by the model)\n   Fever [E2].\n"
             "#### 3. common cold (likelihood: low)\n"
             "The likelihood: high of nothing else changes.")
-    out = calibrated_likelihoods(text, {1: "low", 2: "low"})
-    assert "#### 1. acute bronchitis (likelihood: low; score 0.13)" in out
-    assert "#### 2. influenza (likelihood: low; score 0.09; proposed by the model)" in out
-    assert "#### 3. common cold (likelihood: low)" in out                 # no level for rank 3: kept
+    out = calibrated_likelihoods(text, {1: 0.131, 2: 0.55})
+    assert "#### 1. acute bronchitis (likelihood: low; confidence 0.13)" in out
+    assert "#### 2. influenza (likelihood: high; confidence 0.55; proposed by the model)" in out
+    assert "#### 3. common cold (likelihood: low)" in out                 # no confidence for rank 3: kept
     assert out.endswith("The likelihood: high of nothing else changes.")  # not a heading: untouched
     assert calibrated_likelihoods(text, {}) == text
