@@ -47,10 +47,11 @@ LAY_TABLE = Path(__file__).with_name("lay_phrases.tsv")
 FORMS = ("phrase", "pain", "swelling", "lesion", "region", "worsening")
 # words for pain: a region named after one in its clause is a site of pain (no sentence or clause break between)
 _PAIN_WORDS = r"pains?|painful|tender(?:ness)?|discomfort|aches?|aching|cramps?|cramping|colic(?:ky)?"
-_PAIN_BEFORE = re.compile(rf"\b(?:{_PAIN_WORDS})\b[^.;:!?\n]{{0,160}}$", re.I)
+# (\Z, not $: "$" also matches before a line's end, letting a word on the line above reach a line's first words)
+_PAIN_BEFORE = re.compile(rf"\b(?:{_PAIN_WORDS})\b[^.;:!?\n]{{0,160}}\Z", re.I)
 # words for weakness: a worsening named after one in its clause is the weakness's ("ptosis that worsens by evening")
 _WEAK_BEFORE = re.compile(r"\b(?:weak(?:ness|er)?|droop\w*|ptosis|eyelids?|double\s+vision|diplopia|tired\w*|"
-                          r"fatigue\w*|chewing|swallowing|speech|voice)\b[^.;:!?\n]{0,100}$", re.I)
+                          r"fatigue\w*|chewing|swallowing|speech|voice)\b[^.;:!?\n]{0,100}\Z", re.I)
 # the forms read only after a word in their clause: a region after a word for pain, a worsening after one of weakness
 _NEEDS_BEFORE = {"region": _PAIN_BEFORE, "worsening": _WEAK_BEFORE}
 

@@ -110,6 +110,12 @@ def test_a_denial_ends_at_but_or_with(signs):
     assert signs.find("No Kernig or Brudzinski sign.") == []
 
 
+def test_a_denial_on_the_line_above_does_not_reach_the_next_line(signs):
+    panel = "Hepatitis panel:\nAnti-HAV IgM negative\nHBsAg positive\nAnti-HCV negative\n"
+    assert [m.spec.id for m in signs.find(panel)] == ["hbsag"]
+    assert signs.find("Hepatitis panel:\nHBsAg negative\n") == []          # its own line's denial still counts
+
+
 def test_the_skin_basement_membrane_is_not_the_glomerular_one(signs):
     got = [m.spec.id for m in signs.find("Skin biopsy shows linear IgG deposits along the basement membrane zone.")]
     assert got == ["bullous-pemphigoid-bmz"], got     # pemphigoid, not anti-GBM disease

@@ -183,6 +183,7 @@ def test_regions_named_after_a_pain_word_are_sites_of_pain(text, expected):
     "No pain. The right iliac fossa is soft and not tender",  # the pain word is in another sentence
     "A scar in the left flank; pain in the knee",            # the pain word comes after the region
     "CVA 2 years ago",                                       # a stroke, not a tenderness
+    "Complaints: back pain\nepigastrium soft on examination",  # the pain word is on the line above
 ])
 def test_a_region_without_pain_before_it_is_no_finding(text):
     got = names(text)
