@@ -102,14 +102,11 @@ def link_name(kg: Any, name: str) -> tuple[str | None, str | None]:
     """(concept id, concept name) of the KG disease a model's name denotes, or (None, None)."""
     if kg is None:
         return None, None
-    variants = name_variants(name)
+    from knowledge.kg.graph import first_match  # noqa: PLC0415
+
     # as written first; then the spellings clinicians' names differ from the vocabularies' by (KnowledgeGraph.resolve)
-    for find in [kg.lookup] + ([kg.resolve] if hasattr(kg, "resolve") else []):
-        for v in variants:
-            hits = find(v, categories=["disease"])
-            if hits:
-                return hits[0].id, hits[0].name
-    return None, None
+    hits = first_match(kg, name_variants(name), categories=["disease"])
+    return (hits[0].id, hits[0].name) if hits else (None, None)
 
 
 def findings_block(extraction: Extraction | None) -> str:

@@ -18,6 +18,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
+from knowledge.kg.graph import first_match
 from knowledge.kg.normalize import normalise
 
 from .records import Case, Match, Prediction
@@ -60,14 +61,11 @@ class LabelMatcher:
         variants += [p for p in re.split(r"\s*/\s*|\s*\(|\)\s*|\s+or\s+", text) if p and p.strip()]
         # every variant as written first, then the spellings a clinician's name differs by (KnowledgeGraph.resolve:
         # "Takotsubo" for "Tako-Tsubo", "... disorder" for "... syndrome", "exertional heat stroke" -> heat stroke)
-        finders = [self.kg.lookup] + ([self.kg.resolve] if hasattr(self.kg, "resolve") else [])
-        for find in finders:
-            for v in variants:
-                hits = find(v.strip(), categories=_DISEASE)
-                if hits:
-                    best = [c.id for c in hits if c.name and normalise(c.name) == normalise(hits[0].name)] or [hits[0].id]
-                    return tuple(dict.fromkeys([hits[0].id, *best]))
-        return ()
+        hits = first_match(self.kg, variants, categories=_DISEASE)
+        if not hits:
+            return ()
+        best = [c.id for c in hits if c.name and normalise(c.name) == normalise(hits[0].name)] or [hits[0].id]
+        return tuple(dict.fromkeys([hits[0].id, *best]))
 
     def link(self, text: str) -> list[str]:
         """Disease concept ids named by ``text`` (empty when it names none)."""

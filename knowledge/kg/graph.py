@@ -475,6 +475,20 @@ class KnowledgeGraph:
         return kg
 
 
+def first_match(kg, names: Iterable[str], categories: Iterable[str] | None = None) -> list[Concept]:
+    """The concepts of the first of ``names`` (variants of one diagnosis name, most literal first) that the graph's
+    exact :meth:`~KnowledgeGraph.lookup` finds; failing that, of the first that :meth:`~KnowledgeGraph.resolve`
+    finds. A graph object without ``resolve`` is looked up exactly only. ``[]`` when none resolves."""
+    names = [n.strip() for n in names if n and n.strip()]
+    finders = [kg.lookup] + ([kg.resolve] if hasattr(kg, "resolve") else [])
+    for find in finders:
+        for n in names:
+            hits = find(n, categories=categories)
+            if hits:
+                return hits
+    return []
+
+
 def artefact_dir() -> Path:
     return paths.build_dir() / "kg"
 
