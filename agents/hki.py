@@ -58,7 +58,7 @@ class RetrievalParams:
     site_weight: float = 0.5           # its weight in the rank fusion (KG ranking = 1; chosen on the dev halves)
     site_k: int = 10                   # diseases the site ranking offers
     use_signs: bool = True             # the diseases classic signs point to (agents/signs.py) as a ranking
-    sign_weight: float = 1.0           # its weight in the rank fusion (KG ranking = 1)
+    sign_weight: float = 2.0           # its weight in the rank fusion (KG ranking = 1; dev-chosen)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -81,7 +81,7 @@ class RetrievalParams:
                    cardinal_strength=getattr(cfg, "cardinal_strength", None),
                    use_opposites=getattr(cfg, "use_opposites", True),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
-                   use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 1.0))
+                   use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0))
 
 
 # A number with its unit, as written in vital signs and test results ("38.9 °C", "1200 U/L", "5.2 mg/dL",
@@ -464,13 +464,15 @@ class HKI:
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained,
                                     site_hits=site_hits, sign_hits=sign_hits, regions=regions, course=course)
+        # what each candidate found by text alone explains of the findings: the confidence compares it, and the
+        # prior's evidence features read it
+        if candidates and extraction is not None and hasattr(ranker, "explained"):
+            candidates = self._explain_text_found(candidates, extraction, ranker)
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
             # a proposed disease is never silently lost: it stays in the list the generator sees
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
-        if candidates and extraction is not None and hasattr(ranker, "explained"):
-            candidates = self._explain_text_found(candidates, extraction, ranker)
         sign_of = {h.concept_id: h for h in sign_hits}
         if candidates:
             top = candidates[0].score or 1.0

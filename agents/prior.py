@@ -36,6 +36,12 @@ from .types import Candidate
 DATA_FILE = Path(__file__).resolve().parent / "data" / "commonness_prior.json"
 MODEL_FORMAT = 1
 FUSION_FEATURES = ("fusion_score", "fusion_log_rank")
+# what the knowledge graph says a candidate explains of this presentation: the share of the presentation's findings
+# it explains relative to the candidate of the case that explains most, and how many findings it expects that the
+# patient does not have (denied, or the opposite present). Optional, after the fusion features; with them they make
+# the case part of the utility (the rest is the commonness part, the "commonness prior" of the explanation).
+EVIDENCE_FEATURES = ("explained_rel", "contradicted")
+CASE_FEATURES = (*FUSION_FEATURES, *EVIDENCE_FEATURES)
 
 
 def fusion_values(candidates: Sequence[Candidate]) -> list[list[float]]:
@@ -48,17 +54,33 @@ def fusion_values(candidates: Sequence[Candidate]) -> list[list[float]]:
     return [[c.score / top, math.log(1 + sum(1 for x in scores if x > c.score))] for c in candidates]
 
 
+def evidence_values(candidates: Sequence[Candidate]) -> list[list[float]]:
+    """The evidence features of a case's candidates: findings explained / the most any candidate of the case
+    explains (0 when none explains any), and the number of findings each expects that the patient does not have."""
+    best = max((len(c.matched) for c in candidates), default=0)
+    return [[len(c.matched) / best if best else 0.0, float(len(c.contradicted))] for c in candidates]
+
+
+def n_case_features(names: Sequence[str]) -> int:
+    """How many of the leading ``names`` are case features (fusion, then evidence): the rest is commonness."""
+    n = 0
+    while n < len(names) and names[n] in CASE_FEATURES:
+        n += 1
+    return n
+
+
 def feature_rows(features: Any, candidates: Sequence[Candidate], names: Sequence[str]) -> np.ndarray:
     """Raw (unstandardised) feature rows of a case's candidates (in fused order) for the feature ``names``: the
-    fusion features (:data:`FUSION_FEATURES`) and the commonness features of ``features``
-    (a :class:`knowledge.prior.PriorFeatures`)."""
+    fusion features (:data:`FUSION_FEATURES`), the evidence features (:data:`EVIDENCE_FEATURES`) and the
+    commonness features of ``features`` (a :class:`knowledge.prior.PriorFeatures`)."""
     from knowledge.prior import FEATURES  # noqa: PLC0415
 
     idx = [FEATURES.index(n) if n in FEATURES else None for n in names]
+    case = [[*f, *e] for f, e in zip(fusion_values(candidates), evidence_values(candidates))]
     out = []
-    for c, fus in zip(candidates, fusion_values(candidates)):
+    for c, own in zip(candidates, case):
         v = features.vector(c.concept_id)
-        out.append([fus[FUSION_FEATURES.index(n)] if i is None else v[i] for n, i in zip(names, idx)])
+        out.append([own[CASE_FEATURES.index(n)] if i is None else v[i] for n, i in zip(names, idx)])
     return np.asarray(out, dtype=float).reshape(len(candidates), len(names))
 
 
@@ -163,7 +185,7 @@ class CommonnessPrior:
     """Fitted weights over the fusion and commonness features, with the feature table they apply to."""
 
     features: Any                       # knowledge.prior.PriorFeatures
-    names: list[str]                    # feature names in weight order (fusion features first)
+    names: list[str]                    # feature names in weight order (case features first)
     weights: np.ndarray
     mean: np.ndarray
     scale: np.ndarray
@@ -176,11 +198,14 @@ class CommonnessPrior:
         names = list(data["features"])
         from knowledge.prior import FEATURES  # noqa: PLC0415
 
-        unknown = [n for n in names if n not in FEATURES and n not in FUSION_FEATURES]
+        unknown = [n for n in names if n not in FEATURES and n not in CASE_FEATURES]
         if unknown:
             raise ValueError(f"commonness prior: unknown features {unknown}")
         if not names or names[: len(FUSION_FEATURES)] != list(FUSION_FEATURES):
             raise ValueError(f"commonness prior: the features must start with {list(FUSION_FEATURES)}")
+        if any(n in EVIDENCE_FEATURES for n in names[n_case_features(names):]):
+            raise ValueError(f"commonness prior: the evidence features {list(EVIDENCE_FEATURES)} must follow the "
+                             "fusion features")
         vec = [np.asarray([float(data[k][n]) for n in names]) for k in ("weights", "mean", "scale")]
         if np.any(vec[2] <= 0):
             raise ValueError("commonness prior: every scale must be positive")
@@ -214,28 +239,33 @@ class CommonnessPrior:
         """Raw (unstandardised) feature rows of a case's candidates, in :attr:`names` order."""
         return feature_rows(self.features, candidates, self.names)
 
-    def _split(self, candidates: Sequence[Candidate]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _split(self, candidates: Sequence[Candidate]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per candidate: the fusion part, the evidence part, the commonness part, and the commonness part per
+        feature."""
         z = (self.rows(candidates) - self.mean) / self.scale
         contrib = z * self.weights
-        nf = len(FUSION_FEATURES)
-        return contrib[:, :nf].sum(axis=1), contrib[:, nf:].sum(axis=1), contrib[:, nf:]
+        nfus, nf = len(FUSION_FEATURES), n_case_features(self.names)
+        return (contrib[:, :nfus].sum(axis=1), contrib[:, nfus:nf].sum(axis=1), contrib[:, nf:].sum(axis=1),
+                contrib[:, nf:])
 
     def prior_logits(self, candidates: Sequence[Candidate]) -> list[float]:
         """The commonness part of each candidate's utility (0 = an average candidate of the fit)."""
-        return [float(x) for x in self._split(candidates)[1]] if candidates else []
+        return [float(x) for x in self._split(candidates)[2]] if candidates else []
 
     def rescore(self, candidates: Sequence[Candidate], weight: float = 1.0, monotone: bool = False
                 ) -> list[Candidate]:
-        """The candidates (in fused order) re-ordered by fusion part + ``weight`` * prior part, each scored with
-        its share of the softmax over the list, the prior's reason appended to its explanation. ``monotone``: a
+        """The candidates (in fused order) re-ordered by fusion part + evidence part + ``weight`` * prior part, each
+        scored with its share of the softmax over the list, the prior's reason appended to its explanation (and,
+        when the evidence part moved it, that reason too). ``monotone``: a
         candidate's fusion part is capped at that of every candidate fused above it — the fitted weight on the log
         rank is positive, so without the cap a candidate gains by being fused one place lower at the same score."""
         if not candidates:
             return []
-        fus, pri, parts = self._split(candidates)
+        fus, evi, pri, parts = self._split(candidates)
         if monotone:
             fus = np.minimum.accumulate(fus)
-        u = fus + weight * pri
+        u = fus + evi + weight * pri
         p = np.exp(u - u.max())
         p /= p.sum()
         order = sorted(range(len(candidates)), key=lambda i: (-u[i], i))
@@ -243,6 +273,8 @@ class CommonnessPrior:
         for i in order:
             c = candidates[i]
             why = self.reason(c.concept_id, weight * pri[i], weight * parts[i])
+            if abs(evi[i]) > 0.05:
+                why = f"{why}; what it explains of the findings {evi[i]:+.2f}"
             out.append(c.model_copy(update={"score": round(float(p[i]), 4),
                                             "explanation": (f"{c.explanation}; {why}" if c.explanation else why)}))
         return out
@@ -260,7 +292,7 @@ class CommonnessPrior:
                 "institute": ", ".join(o for o in pages if o in INSTITUTE_ORGS),
                 "drugs": facts.get("drugs", 0), "hsdn": facts.get("hsdn", 0), "sources": facts.get("sources", 0),
                 "names": facts.get("names", 0)}
-        nf = len(FUSION_FEATURES)
+        nf = n_case_features(self.names)
         raw = self.features.values(cid) if cid in self.features else {}
         sign = 1.0 if logit >= 0 else -1.0
         said: list[str] = []

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from agents.prior import (DATA_FILE, FUSION_FEATURES, CommonnessPrior, _objective, feature_rows,
-                          fit_conditional_logit, fusion_values)
+from agents.prior import (DATA_FILE, EVIDENCE_FEATURES, FUSION_FEATURES, CommonnessPrior, _objective,
+                          evidence_values, feature_rows, fit_conditional_logit, fusion_values, n_case_features)
 from agents.types import Candidate
 from knowledge.prior import FEATURES, PriorFeatures, feature_vector, icd10cm_chapter
 
@@ -181,8 +181,9 @@ def test_a_model_naming_unknown_features_or_without_fusion_features_is_refused()
 def test_the_packaged_weights_load_and_carry_their_provenance():
     data = json.loads(DATA_FILE.read_text(encoding="utf-8"))
     prior = CommonnessPrior.load(TABLE)
-    nf = len(FUSION_FEATURES)
-    assert prior.names[:nf] == list(FUSION_FEATURES) and set(prior.names[nf:]) <= set(FEATURES)
+    nf = n_case_features(prior.names)
+    assert prior.names[:2] == list(FUSION_FEATURES) and set(prior.names[2:nf]) <= set(EVIDENCE_FEATURES)
+    assert set(prior.names[nf:]) <= set(FEATURES)
     prov = data["provenance"]
     assert prov["split"] == "dev"
     assert prov["cases"] > 0 and prov["datasets"]
@@ -235,3 +236,44 @@ def test_tied_candidates_share_a_rank_so_the_order_of_a_tie_moves_nobody():
     np.testing.assert_allclose(fusion_values([a, b, c]), [[1.0, 0.0], [1.0, 0.0], [0.8, math.log(3)]])
     m = model()
     assert {x.concept_id: x.score for x in m.rescore([a, b, c])} == {x.concept_id: x.score for x in m.rescore([b, a, c])}
+
+
+# ---- evidence features -------------------------------------------------------------------------------------
+
+def test_evidence_features_are_the_share_explained_of_the_best_and_the_contradictions():
+    cands = [Candidate(concept_id="X:rare", name="rare fever", score=0.5, matched=["F:1", "F:2"]),
+             Candidate(concept_id="X:plain", name="plain disease", score=0.45, matched=["F:1", "F:2", "F:3", "F:4"],
+                       contradicted=["F:9"]),
+             Candidate(concept_id="X:common", name="common fever", score=0.4)]
+    assert evidence_values(cands) == [[0.5, 0.0], [1.0, 1.0], [0.0, 0.0]]
+    assert evidence_values([Candidate(concept_id="X:rare", name="rare fever", score=0.5)]) == [[0.0, 0.0]]
+    rows = feature_rows(TABLE, cands, [*FUSION_FEATURES, *EVIDENCE_FEATURES, "consumer_page"])
+    np.testing.assert_allclose(rows[:, 2:], [[0.5, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+def test_a_candidate_explaining_more_of_the_findings_rises_and_is_told_so():
+    names = [*FUSION_FEATURES, *EVIDENCE_FEATURES, "consumer_page"]
+    m = CommonnessPrior.from_dict({
+        "format": 1, "features": names, "provisional": True,
+        "weights": dict(zip(names, [1.0, 0.0, 2.0, -0.5, 0.0])),
+        "mean": dict.fromkeys(names, 0.0), "scale": dict.fromkeys(names, 1.0)}, TABLE)
+    assert n_case_features(m.names) == 4
+    cands = [Candidate(concept_id="X:rare", name="rare fever", score=0.5, matched=["F:1"]),
+             Candidate(concept_id="X:plain", name="plain disease", score=0.45, matched=["F:1", "F:2", "F:3"])]
+    out = m.rescore(cands)
+    assert [c.concept_id for c in out] == ["X:plain", "X:rare"]
+    assert "what it explains of the findings +2.00" in out[0].explanation
+    # the evidence part is not the commonness part: the prior's own logit of each stays 0
+    assert m.prior_logits(cands) == [0.0, 0.0]
+    contradicted = [cands[1].model_copy(update={"contradicted": ["F:8", "F:9"]}), cands[0]]
+    assert [c.concept_id for c in m.rescore(contradicted)] == ["X:plain", "X:rare"]   # 2 - 1 > 2/3
+    heavier = [cands[1].model_copy(update={"contradicted": ["F:7", "F:8", "F:9"]}), cands[0]]
+    assert [c.concept_id for c in m.rescore(heavier)] == ["X:rare", "X:plain"]
+
+
+def test_evidence_features_must_follow_the_fusion_features():
+    names = [*FUSION_FEATURES, "consumer_page", "explained_rel"]
+    doc = {"format": 1, "features": names, "weights": dict.fromkeys(names, 1.0), "mean": dict.fromkeys(names, 0.0),
+           "scale": dict.fromkeys(names, 1.0)}
+    with pytest.raises(ValueError, match="must follow"):
+        CommonnessPrior.from_dict(doc, TABLE)
