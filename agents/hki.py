@@ -59,6 +59,9 @@ class RetrievalParams:
     site_k: int = 10                   # diseases the site ranking offers
     use_signs: bool = True             # the diseases classic signs point to (agents/signs.py) as a ranking
     sign_weight: float = 2.0           # its weight in the rank fusion (KG ranking = 1; dev-chosen)
+    # the language model's first choice stays first when a knowledge ranking (KG, text, page, sign or site) also
+    # puts it within this rank and the evidence does not contradict it (0: it is fused like every candidate)
+    model_first_support: int = 0
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -81,7 +84,29 @@ class RetrievalParams:
                    cardinal_strength=getattr(cfg, "cardinal_strength", None),
                    use_opposites=getattr(cfg, "use_opposites", True),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
-                   use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0))
+                   use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
+                   model_first_support=getattr(cfg, "model_first_support", 0))
+
+
+_KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
+
+
+def keep_model_first(candidates: list[Candidate], within: int) -> list[Candidate]:
+    """The candidates with the language model's first choice moved to the top when a knowledge ranking also puts it
+    within rank ``within`` and no expected finding is missing (not ``demoted``); the reason joins its explanation.
+    Unchanged when the model proposed nothing, its first choice leads already, or no knowledge ranking backs it."""
+    i = next((j for j, c in enumerate(candidates) if c.ranks.get("model") == 1), None)
+    if not i:
+        return candidates
+    c = candidates[i]
+    backed = [(key, c.ranks[key]) for key in _KNOWLEDGE_RANKINGS if 0 < c.ranks.get(key, 0) <= within]
+    if c.demoted or not backed:
+        return candidates
+    key, rank = min(backed, key=lambda kv: kv[1])
+    why = f"kept first: the language model's first choice, and {key} ranking {rank}"
+    moved = c.model_copy(update={"score": max(c.score, candidates[0].score),
+                                 "explanation": f"{c.explanation}; {why}" if c.explanation else why})
+    return [moved, *candidates[:i], *candidates[i + 1:]]
 
 
 # A number with its unit, as written in vital signs and test results ("38.9 °C", "1200 U/L", "5.2 mg/dL",
@@ -473,6 +498,8 @@ class HKI:
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
             # a proposed disease is never silently lost: it stays in the list the generator sees
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
+        if p.model_first_support > 0 and candidates:
+            candidates = keep_model_first(candidates, p.model_first_support)
         sign_of = {h.concept_id: h for h in sign_hits}
         if candidates:
             top = candidates[0].score or 1.0

@@ -71,6 +71,9 @@ class PipelineConfig(BaseModel):
     alternatives_k: int = Field(4, ge=1, le=10)
     alternative_weight: float = Field(1.0, ge=0.0, le=20.0)
     generator_weight: float = Field(1.0, ge=0.0, le=20.0)   # the generator's own ordering, fused after it answers
+    # the model's first choice stays first when a knowledge ranking also puts it within this rank and no expected
+    # finding is missing (0: fused like every candidate; agents/hki.py keep_model_first)
+    model_first_support: int = Field(0, ge=0, le=100)
     contradiction_penalty: float = Field(0.35, ge=0.0, le=1.0)  # score factor lost per finding a candidate
     #                                                           expects and the patient does not have
     recursion_limit: int = 50

@@ -272,3 +272,34 @@ def test_the_widening_call_caps_reasons_and_leaves_room_for_every_diagnosis(faul
     assert body["max_tokens"] >= 4 * ITEM_TOKENS
     schema = json.dumps(body.get("response_format") or {})
     assert f'"maxLength": {REASON_CHARS}' in schema
+
+
+# ---- the model's first choice, kept first when a knowledge ranking backs it ----------------------------------------
+
+def _c(cid: str, score: float, **ranks: int) -> Candidate:
+    return Candidate(concept_id=cid, name=cid.lower(), score=score, ranks=ranks,
+                     origins=[("model" if k == "alt" else k) for k in ranks])
+
+
+def test_the_models_first_choice_leads_when_a_knowledge_ranking_backs_it():
+    from agents.hki import keep_model_first
+
+    fused = [_c("D:kg", 0.4, kg=1, text=1), _c("D:other", 0.3, page=1), _c("D:model", 0.2, model=1, kg=4)]
+    out = keep_model_first(fused, within=5)
+    assert [c.concept_id for c in out] == ["D:model", "D:kg", "D:other"]
+    assert out[0].score == 0.4 and "kept first" in out[0].explanation and "kg ranking 4" in out[0].explanation
+    # the same candidate backed only beyond the limit, or by nothing but the model, stays where the fusion put it
+    assert keep_model_first(fused, within=3) == fused
+    alone = [fused[0], fused[1], _c("D:model", 0.2, model=1)]
+    assert keep_model_first(alone, within=10) == alone
+
+
+def test_a_first_choice_the_evidence_contradicts_is_not_kept_first():
+    from agents.hki import keep_model_first
+
+    fused = [_c("D:kg", 0.4, kg=1), _c("D:model", 0.2, model=1, kg=2).model_copy(
+        update={"demoted": "expects fever, which the patient does not have"})]
+    assert keep_model_first(fused, within=5) == fused
+    leading = [_c("D:model", 0.4, model=1, kg=1), _c("D:kg", 0.3, kg=2)]
+    assert keep_model_first(leading, within=5) == leading
+    assert keep_model_first([_c("D:kg", 0.4, kg=1)], within=5) == [_c("D:kg", 0.4, kg=1)]
