@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -369,51 +369,116 @@ def load_phrase_table(path: Path | str = PHRASE_TABLE) -> list[PhraseRule]:
     return read_phrase_table(path, LAB_FORMS)
 
 
+@dataclass(frozen=True)
+class _Pattern:
+    regex: re.Pattern
+    negated: bool
+    kind: str          # "pre": the result word before the analyte ("elevated ALT"); "post": after ("ALT is elevated")
+
+
 @lru_cache(maxsize=4)
-def _compiled(path: str) -> list[tuple[PhraseRule, list[tuple[re.Pattern, bool]]]]:
-    """Per rule: (regex, negated) pairs."""
+def _compiled(path: str) -> list[tuple[PhraseRule, list[_Pattern], re.Pattern | None]]:
+    """Per rule: its patterns, and (forms other than "phrase") the bare analyte, for coordinated results."""
     out = []
     for rule in load_phrase_table(path):
         if rule.form == "phrase":
-            out.append((rule, [(re.compile(rule.pattern, _I), False)]))
+            out.append((rule, [_Pattern(re.compile(rule.pattern, _I), False, "phrase")], None))
             continue
         an = r"(?:" + rule.pattern + r")"
         word = _WORDS[rule.form]
         pats = [
             # elevated (serum) troponin (levels)
-            (r"(?<![\w-])" + word + r"\s+" + _SPECIMEN + r"{0,2}" + an + _SUFFIX + r"(?![\w-])" + _NOT_A_RESULT, False),
+            (r"(?<![\w-])" + word + r"\s+" + _SPECIMEN + r"{0,2}" + an + _SUFFIX + r"(?![\w-])" + _NOT_A_RESULT, False,
+             "pre"),
             # troponin (levels) is (markedly) elevated
-            (r"(?<![\w-])" + an + _SUFFIX + _VERB + r"\s+" + _QUALIFIER + r"?" + word + r"\b", False),
+            (r"(?<![\w-])" + an + _SUFFIX + _VERB + r"\s+" + _QUALIFIER + r"?" + word + r"\b", False, "post"),
             # normal troponin; troponin is normal / negative / not elevated
             (r"(?<![\w-])(?:normal|negative|undetectable)\s+" + _SPECIMEN + r"?" + an + _SUFFIX + r"(?![\w-])",
-             True),
-            (r"(?<![\w-])" + an + _SUFFIX + _VERB + r"\s+" + _NORMAL + r"\b", True),
+             True, "pre"),
+            (r"(?<![\w-])" + an + _SUFFIX + _VERB + r"\s+" + _NORMAL + r"\b", True, "post"),
         ]
         if rule.form == "positive":
             pats += [
-                (r"\bpositive\s+for\s+" + an + _SUFFIX + r"(?![\w-])", False),
-                (r"\bnegative\s+for\s+" + an + _SUFFIX + r"(?![\w-])", True),
-                (r"(?<![\w-])" + an + _SUFFIX + r"\s*\+(?![\w+])", False),
+                (r"\bpositive\s+for\s+" + an + _SUFFIX + r"(?![\w-])", False, "pre"),
+                (r"\bnegative\s+for\s+" + an + _SUFFIX + r"(?![\w-])", True, "pre"),
+                (r"(?<![\w-])" + an + _SUFFIX + r"\s*\+(?![\w+])", False, "post"),
                 (r"(?<![\w-])" + an + _SUFFIX + r"(?:\s+(?:titer|titre))?(?:\s+(?:of|at|is|was))?\s*"
-                 r"(?:>\s*)?1\s*:\s*(?P<titre>\d{2,5})\b", False),
+                 r"(?:>\s*)?1\s*:\s*(?P<titre>\d{2,5})\b", False, "post"),
             ]
-        out.append((rule, [(re.compile(p, _I), neg) for p, neg in pats]))
+        bare = re.compile(r"(?<![\w-])" + an + _SUFFIX + r"(?![\w-])", _I)
+        out.append((rule, [_Pattern(re.compile(p, _I), neg, kind) for p, neg, kind in pats], bare))
+    return out
+
+
+# between two analytes of one list: "ALT, AST and GGT", "ANA or anti-dsDNA", "PT/PTT", "LE & nitrites"
+_LIST_JOIN = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or|as\s+well\s+as)\s+|/|&)\s*(?:the\s+|both\s+)?", _I)
+
+
+def _coordinated(text: str, stated: list[tuple[Finding, str, str]],
+                 bare: list[tuple[Finding, str]]) -> list[Finding]:
+    """Analytes of a list that share one result word: "leukocyte esterase and nitrites positive", "ALT and AST are
+    elevated", "elevated ALT, AST and bilirubin", "ANA and anti-dsDNA negative". ``stated``: (finding, form, kind)
+    of the results read with their own word; ``bare``: (finding, form) of analytes named without one. A bare analyte
+    joined by a list word to a stated result of the same form, on the side its result word is not ("post": the
+    word follows the list, so the analyte comes before it), gets that result, its negation included; lists chain."""
+    stated_at = {f.start: (f, form, kind) for f, form, kind in stated if kind == "post"}
+    stated_end = {f.end: (f, form, kind) for f, form, kind in stated if kind == "pre"}
+    taken = [(f.start, f.end) for f, _, _ in stated]
+    free = [(f, form) for f, form in bare if not any(s < f.end and f.start < e for s, e in taken)]
+    out: list[Finding] = []
+    # the result word after the list: walk right to left, so "A, B and C are positive" reaches A through B
+    for f, form in sorted(free, key=lambda x: -x[0].start):
+        m = _LIST_JOIN.match(text, f.end)
+        nxt = stated_at.get(m.end()) if m else None
+        if nxt and nxt[1] == form:
+            g = replace(f, negated=nxt[0].negated)
+            out.append(g)
+            stated_at[f.start] = (g, form, "post")
+    # the result word before the list: left to right, "elevated A, B and C"
+    for f, form in sorted(free, key=lambda x: x[0].start):
+        if any(g.start == f.start for g in out):
+            continue
+        prev = None
+        for end, st in stated_end.items():
+            m = _LIST_JOIN.match(text, end)
+            if m and m.end() == f.start:
+                prev = st
+                break
+        if prev and prev[1] == form:
+            g = replace(f, negated=prev[0].negated)
+            out.append(g)
+            stated_end[f.end] = (g, form, "pre")
     return out
 
 
 def find_lab_phrases(text: str, path: Path | str = PHRASE_TABLE) -> list[Finding]:
     """Test results written in words (the phrase table), in text order; overlapping matches resolved (the longest
-    wins; one phrase may state two findings, e.g. "sodium is normal": neither hypo- nor hypernatremia)."""
+    wins; one phrase may state two findings, e.g. "sodium is normal": neither hypo- nor hypernatremia). Analytes
+    listed together share the list's result word ("ALT and AST are elevated")."""
     found: list[Finding] = []
-    for rule, pats in _compiled(str(path)):
-        for pat, negated in pats:
-            for m in pat.finditer(text):
+    stated: list[tuple[Finding, str, str]] = []
+    bare: list[tuple[Finding, str]] = []
+    for rule, pats, bare_pat in _compiled(str(path)):
+        for pat in pats:
+            for m in pat.regex.finditer(text):
                 titre = m.groupdict().get("titre")
                 if titre is not None and int(titre) < 80:
                     continue
-                found.append(Finding(start=m.start(), end=m.end(), text=text[m.start():m.end()],
-                                     analyte=rule.name, key=rule.concept_id, name=rule.name,
-                                     concept_ids=(rule.concept_id,), measured=False, negated=negated))
+                f = Finding(start=m.start(), end=m.end(), text=text[m.start():m.end()],
+                            analyte=rule.name, key=rule.concept_id, name=rule.name,
+                            concept_ids=(rule.concept_id,), measured=False, negated=pat.negated)
+                found.append(f)
+                if pat.kind != "phrase":
+                    stated.append((f, rule.form, pat.kind))
+        if bare_pat is not None:
+            for m in bare_pat.finditer(text):
+                bare.append((Finding(start=m.start(), end=m.end(), text=text[m.start():m.end()], analyte=rule.name,
+                                     key=rule.concept_id, name=rule.name, concept_ids=(rule.concept_id,),
+                                     measured=False, negated=False), rule.form))
+    if stated and bare:
+        kept = resolve_overlaps(found)
+        keep = {(f.start, f.end, f.key) for f in kept}
+        found += _coordinated(text, [x for x in stated if (x[0].start, x[0].end, x[0].key) in keep], bare)
     return resolve_overlaps(found)
 
 

@@ -239,7 +239,6 @@ def test_usmle_lab_table():
     ("high blood sugar", "HP:0003074", False, "high blood sugar"),
     ("raised blood pressure readings", "HP:0032263", False, "raised blood pressure readings"),
     ("Serum complement levels are decreased.", "HP:0004431", False, "Serum complement levels are decreased"),
-    ("low C3 and C4", "HP:0005421", False, "low C3"),
     ("urine protein is positive", "SYMP:0000367", False, "urine protein is positive"),
     ("the urine dip showed blood", "SYMP:0000040", False, "urine dip showed blood"),
     ("Urinalysis shows leukocytes", "HP:0012085", False, "Urinalysis shows leukocytes"),
@@ -269,6 +268,33 @@ def test_one_phrase_two_findings():
 ])
 def test_no_result_in_words(text):
     assert find_lab_phrases(text) == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the result word after the list
+    ("Urine dipstick: leukocyte esterase and nitrites positive.", {("HP:0012085", False), ("HP:0031812", False)}),
+    ("ALT and AST are elevated", {("HP:0031964", False), ("HP:0031956", False)}),
+    ("ANA, anti-dsDNA and rheumatoid factor were negative",
+     {("HP:0003493", True), ("HP:0020151", True), ("HP:0002923", True)}),
+    # the result word before the list
+    ("elevated ALT and AST", {("HP:0031964", False), ("HP:0031956", False)}),
+    ("positive ANA and anti-dsDNA antibodies", {("HP:0003493", False), ("HP:0020151", False)}),
+    ("low C3 and C4", {("HP:0005421", False), ("HP:0045042", False)}),
+    # each analyte with its own word: nothing shared
+    ("ANA is positive and rheumatoid factor is negative", {("HP:0003493", False), ("HP:0002923", True)}),
+])
+def test_analytes_listed_together_share_the_result_word(text, expected):
+    assert {(f.concept_ids[0], f.negated) for f in find_lab_phrases(text)} == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("ALT and a history of hepatitis", set()),                       # no result word at all
+    ("troponin, and his AST is elevated", {"HP:0031956"}),           # "and his": not a list of analytes
+    ("elevated ALT; AST was not measured", {"HP:0031964"}),          # a semicolon ends the list
+    ("ALT and hemoglobin are low", {"SYMP:0000208"}),                # ALT is read "high" only: not its kind
+])
+def test_a_list_shares_only_a_result_of_its_own_kind(text, expected):
+    assert {f.concept_ids[0] for f in find_lab_phrases(text) if not f.negated} == expected
 
 
 def test_numeric_value_and_words_overlap_once():
