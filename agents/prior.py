@@ -8,14 +8,15 @@ weights.
 
 Model: for the candidates ``i`` of one case, utility ``u_i = sum_j beta_j * z_ij`` where ``z`` are the
 standardised features — two of the fusion (the candidate's fused score relative to the case's best, and the log of
-its fused rank) and the commonness features of its disease. P(i is the diagnosis | the case's candidates) =
+its fused rank), one of the evidence (the share of the findings it explains, relative to the case's best explainer;
+:data:`EVIDENCE_FEATURES`) and the commonness features of its disease. P(i is the diagnosis | the case's candidates) =
 softmax(u)_i. ``beta`` maximises the log-likelihood of the gold candidates of development cases (a case with
 several gold candidates, e.g. two ids of one disease, counts P(any of them)) with an L2 penalty
 (:func:`fit_conditional_logit`, ``benchmarks/fit_prior.py``). The weights, the standardisation and their provenance
 are ``agents/data/commonness_prior.json``.
 
-Applied (:meth:`CommonnessPrior.rescore`, called by HKI after the rank fusion): ``u_i = fusion part +
-prior_weight * prior part``; candidates are re-ordered by ``u`` and get ``softmax(u)`` as their score, with the
+Applied (:meth:`CommonnessPrior.rescore`, called by HKI after the rank fusion): ``u_i = fusion part + evidence
+part + prior_weight * prior part``; candidates are re-ordered by ``u`` and get ``softmax(u)`` as their score, with the
 reason in their explanation ("commonness prior +1.30 (raised by: consumer health pages (MedlinePlus); ICD-10-CM
 chapter: respiratory system)"). Age and sex stay where they were, a soft factor of the KG ranker
 (``ranker.demographic_factor``).
