@@ -421,33 +421,35 @@ def _coordinated(text: str, stated: list[tuple[Finding, str, str]],
     of the results read with their own word; ``bare``: (finding, form) of analytes named without one. A bare analyte
     joined by a list word to a stated result of the same form, on the side its result word is not ("post": the
     word follows the list, so the analyte comes before it), gets that result, its negation included; lists chain."""
-    stated_at = {f.start: (f, form, kind) for f, form, kind in stated if kind == "post"}
-    stated_end = {f.end: (f, form, kind) for f, form, kind in stated if kind == "pre"}
+    def joined(end: int) -> int | None:
+        """Where the next analyte of a list starts after one ending at ``end`` (None: no list word follows)."""
+        m = _LIST_JOIN.match(text, end)
+        return m.end() if m else None
+
+    stated_at = {f.start: (f, form) for f, form, kind in stated if kind == "post"}
+    # a "pre" result ("elevated ALT") keyed by where the next analyte of its list would start
+    before = {j: (f, form) for f, form, kind in stated if kind == "pre" and (j := joined(f.end)) is not None}
     taken = [(f.start, f.end) for f, _, _ in stated]
     free = [(f, form) for f, form in bare if not any(s < f.end and f.start < e for s, e in taken)]
     out: list[Finding] = []
     # the result word after the list: walk right to left, so "A, B and C are positive" reaches A through B
     for f, form in sorted(free, key=lambda x: -x[0].start):
-        m = _LIST_JOIN.match(text, f.end)
-        nxt = stated_at.get(m.end()) if m else None
+        j = joined(f.end)
+        nxt = stated_at.get(j) if j is not None else None
         if nxt and nxt[1] == form:
             g = replace(f, negated=nxt[0].negated)
             out.append(g)
-            stated_at[f.start] = (g, form, "post")
+            stated_at[f.start] = (g, form)
     # the result word before the list: left to right, "elevated A, B and C"
+    done = {g.start for g in out}
     for f, form in sorted(free, key=lambda x: x[0].start):
-        if any(g.start == f.start for g in out):
+        prev = before.get(f.start)
+        if f.start in done or not prev or prev[1] != form:
             continue
-        prev = None
-        for end, st in stated_end.items():
-            m = _LIST_JOIN.match(text, end)
-            if m and m.end() == f.start:
-                prev = st
-                break
-        if prev and prev[1] == form:
-            g = replace(f, negated=prev[0].negated)
-            out.append(g)
-            stated_end[f.end] = (g, form, "pre")
+        g = replace(f, negated=prev[0].negated)
+        out.append(g)
+        if (j := joined(f.end)) is not None:
+            before[j] = (g, form)
     return out
 
 
