@@ -54,6 +54,7 @@ class RetrievalParams:
     use_cardinal: bool = True          # the curated cardinal findings of common diseases (knowledge/kg/cardinal.py)
     cardinal_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own)
     use_opposites: bool = True         # opposite findings count against a disease (knowledge/kg/opposites.py)
+    drop_broader: bool = False         # the KG ranking leaves out a finding broader than another present one
     use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py)
     site_weight: float = 0.5           # its weight in the rank fusion (KG ranking = 1; chosen on the dev halves)
     site_k: int = 10                   # diseases the site ranking offers
@@ -83,6 +84,7 @@ class RetrievalParams:
                    use_cardinal=getattr(cfg, "use_cardinal", True),
                    cardinal_strength=getattr(cfg, "cardinal_strength", None),
                    use_opposites=getattr(cfg, "use_opposites", True),
+                   drop_broader=getattr(cfg, "drop_broader_findings", False),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
                    model_first_support=getattr(cfg, "model_first_support", 0))
@@ -444,7 +446,7 @@ class HKI:
         wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
         ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0,
                                   p.cardinal_strength if p.use_cardinal else 0.0,
-                                  None if p.use_opposites else 0.0)
+                                  None if p.use_opposites else 0.0, p.drop_broader)
         use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
         site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
         regions = extraction.regions if extraction else []      # where the patient has been (travel, origin)
@@ -728,7 +730,7 @@ class HKI:
         return keep
 
     def _ranker_for(self, mined_strength: float | None, cardinal_strength: float | None = None,
-                    opposite_mu: float | None = None):
+                    opposite_mu: float | None = None, drop_broader: bool | None = None):
         """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength``, the curated cardinal
         findings ``cardinal_strength`` and opposite findings ``opposite_mu`` (None: the ranker's own; 0: left out,
         the ``no-mined``, ``no-cardinal`` and ``no-opposites`` ablations); copies are built once per combination and
@@ -740,6 +742,8 @@ class HKI:
                    (("mined_strength", mined_strength), ("cardinal_strength", cardinal_strength),
                     ("opposite_mu", opposite_mu))
                    if v is not None and abs(getattr(base.config, name, v) - v) >= 1e-12}
+        if drop_broader is not None and drop_broader != getattr(base.config, "drop_broader", drop_broader):
+            changes["drop_broader"] = bool(drop_broader)
         if not changes:
             return base
         key = tuple(sorted(changes.items()))

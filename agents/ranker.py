@@ -130,6 +130,9 @@ class RankerConfig:
     age_mismatch: float = 0.3
     region_mismatch: float = 0.3           # a restricted disease not acquired where the patient has been
     course_mismatch: float = 0.7           # a chronic disease for an illness of days, an acute one for months
+    drop_broader: bool = False             # a finding broader than another present one ("pain" beside "left lower
+                                           # quadrant pain") is not counted again (KGRanker.most_specific)
+    broader_depth: int = 4                 # how far up the finding hierarchy "broader" is looked for
 
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
@@ -365,6 +368,23 @@ class _KGIndex:
             self._profiles[key] = prof
         return prof
 
+    def ancestors(self, cid: str, depth: int) -> set[str]:
+        """The finding concepts broader than ``cid`` (or than one of its equivalents) within ``depth`` is_a steps,
+        equivalents of each included; ``cid``'s own equivalents are not."""
+        own = self.equivalents(cid)
+        out: set[str] = set()
+        frontier = list(own)
+        for _ in range(max(0, depth)):
+            nxt: list[str] = []
+            for n in frontier:
+                for p in self.parents.get(n, ()):
+                    for e in self.equivalents(p):
+                        if e not in out and e not in own and self.category.get(e) in FINDING_CATEGORIES:
+                            out.add(e)
+                            nxt.append(e)
+            frontier = nxt
+        return out
+
     def idf(self, cid: str) -> float:
         v = self._idf.get(cid)
         if v is None:
@@ -572,6 +592,8 @@ class KGRanker:
         neg = [c for c in self._ids(negated) if c in cat and c not in pos]
         pos = [c for c in pos if cat[c] in FINDING_CATEGORIES or cat[c] == "disease"]
         neg = [c for c in neg if cat[c] in FINDING_CATEGORIES]
+        if cfg.drop_broader:
+            pos = self.most_specific(pos)
         if not pos or k <= 0:
             return []
 
@@ -696,6 +718,17 @@ class KGRanker:
         if wanted:
             top += sorted(((sc, d) for sc, d in scored if d in wanted), key=lambda x: -x[0])
         return [self._candidate(d, s, ev[d], neg, neg_prof, opposed, opp_prof) for s, d in top]
+
+    def most_specific(self, ids: list[str]) -> list[str]:
+        """``ids`` without the findings broader than another of them: "pain" beside "left lower quadrant pain",
+        "fever" beside "low-grade fever" say nothing the specific finding does not (a second mention of the same
+        complaint), yet a generic term matches hundreds of diseases through its narrower terms. Diseases and
+        findings the hierarchy does not relate are kept, in their order."""
+        idx = self.index
+        depth = self.config.broader_depth
+        up = {c: idx.ancestors(c, depth) for c in dict.fromkeys(ids) if idx.category.get(c) in FINDING_CATEGORIES}
+        broader = {a for c, anc in up.items() for a in anc if a in up and c not in up[a]}
+        return [c for c in ids if c not in broader]
 
     def explained(self, disease: str, findings: list[Entity] | list[str]) -> list[str]:
         """The ids of ``findings`` the knowledge graph links to ``disease`` by the edges the ranking uses (a finding

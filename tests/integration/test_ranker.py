@@ -370,3 +370,23 @@ def test_present_finding_argues_against_a_disease_expecting_its_opposite(kg, ran
     hyper = "DOID:7998"                                     # hyperthyroidism
     assert with_pairs[hyper].score == pytest.approx(without[hyper].score)
     assert list(with_pairs).index(hyper) <= list(without).index(hyper)
+
+
+def test_a_finding_broader_than_another_present_one_can_be_left_out(kg, ranker):
+    """``most_specific`` drops "pain" and "abdominal pain" beside "left lower quadrant pain" (one complaint, said three
+    ways) and keeps unrelated findings; with ``drop_broader`` no candidate of the ranking counts "pain" as matched."""
+    from dataclasses import replace
+
+    llq, abdominal, pain, fever = (_ent(kg, p) for p in ("left lower quadrant abdominal pain", "abdominal pain",
+                                                         "pain", "fever"))
+    ids = [pain.concept_id, llq.concept_id, abdominal.concept_id, fever.concept_id]
+    assert len(set(ids)) == 4
+    assert ranker.most_specific(ids) == [llq.concept_id, fever.concept_id]
+    assert ranker.most_specific([pain.concept_id]) == [pain.concept_id]      # nothing narrower: kept
+    assert ranker.config.drop_broader is False                              # measured neutral: off by default
+    on = KGRanker(kg, replace(ranker.config, drop_broader=True))
+    findings = [pain, llq, fever]
+    kept = {c.concept_id: c for c in on.rank(findings, [], k=100_000)}
+    both = {c.concept_id: c for c in ranker.rank(findings, [], k=100_000)}
+    assert all(pain.concept_id not in c.matched for c in kept.values())
+    assert any(pain.concept_id in c.matched for c in both.values())
