@@ -73,6 +73,15 @@ def _loose_variants(key: str) -> list[str]:
         else:
             for h in _HEADS:
                 add(f"{text} {h}")
+    # last, an organism's adjective as its name ("trichomonal vaginitis" -> "trichomonas vaginitis", "candidal" ->
+    # "candida", "gonococcal" -> "gonococcus"): each word ending in "-al" (long enough not to be "viral" or "renal")
+    # in each of the forms above; only a form a vocabulary holds finds anything
+    for v in list(out):
+        ws = v.split()
+        for i, w in enumerate(ws):
+            if len(w) >= 8 and w.endswith("al") and w not in _QUALIFIERS:
+                for ending in ("as", "a", "us"):
+                    add(" ".join(ws[:i] + [w[:-2] + ending] + ws[i + 1:]))
     return out
 VOCABULARY_SCOPES = ("EXACT", "RELATED")
 

@@ -176,7 +176,8 @@ def test_resolve_finds_the_names_clinicians_write_and_only_when_lookup_does_not(
                        ("Advanced sleep phase disorder", "advanced sleep phase syndrome"),
                        ("Temporomandibular joint dysfunction", "temporomandibular joint dysfunction syndrome"),
                        ("Exertional heat stroke", "heat stroke"),
-                       ("Acute hepatitis B", "hepatitis b")]:
+                       ("Acute hepatitis B", "hepatitis b"),
+                       ("Trichomonal vaginitis", "trichomonas vaginalis trichomoniasis")]:
         assert kg.lookup(text, categories=["disease"]) == [], text      # the exact lookup does not know it
         hits = kg.resolve(text, categories=["disease"])
         assert hits and normalise(hits[0].name) == want, (text, hits[:1])

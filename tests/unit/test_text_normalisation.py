@@ -104,4 +104,9 @@ def test_loose_variants_of_a_diagnosis_name():
     assert "heat stroke" in _loose_variants("exertional heat stroke")
     assert "temporomandibular joint dysfunction syndrome" in _loose_variants("temporomandibular joint dysfunction")
     assert _loose_variants("acute") == ["acute"]
+    # an organism's adjective as its name, after every other spelling; short "-al" words ("viral") untouched
+    v = _loose_variants("trichomonal vaginitis")
+    assert "trichomonas vaginitis" in v and "candida vulvovaginitis" in _loose_variants("candidal vulvovaginitis")
+    assert v.index("trichomonas vaginitis") > v.index("trichomonal vaginitis disease")
+    assert not any("virus" in x or "viras" in x for x in _loose_variants("viral meningitis"))
     assert all(x for x in _loose_variants("pneumonia"))
