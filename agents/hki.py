@@ -733,7 +733,8 @@ class HKI:
                     opposite_mu: float | None = None, drop_broader: bool | None = None):
         """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength``, the curated cardinal
         findings ``cardinal_strength`` and opposite findings ``opposite_mu`` (None: the ranker's own; 0: left out,
-        the ``no-mined``, ``no-cardinal`` and ``no-opposites`` ablations); copies are built once per combination and
+        the ``no-mined``, ``no-cardinal`` and ``no-opposites`` ablations), or leaving out the findings broader than
+        another present one (``drop_broader``; None: the ranker's own); copies are built once per combination and
         kept (they share the ranker's index)."""
         base = self.ranker
         if base is None or not hasattr(base, "config"):
