@@ -125,7 +125,9 @@ def miner_version() -> str:
     h = hashlib.sha256(f"lexicon-{LEXICON_VERSION}".encode())
     h.update(repr((EXTRA_CONTEXT_RULES, PERSISTENCE_PHRASES, TEST_NAME_PHRASES, INFORMANT_RELATIVES,
                    INFORMANT_VERBS)).encode())
-    for table in (PHRASE_TABLE, LAY_TABLE, Path(labs.__file__), Path(lay.__file__)):
+    from . import nlp  # noqa: PLC0415
+
+    for table in (PHRASE_TABLE, LAY_TABLE, Path(labs.__file__), Path(lay.__file__), Path(nlp.__file__)):
         h.update(table.read_bytes())
     return f"{MINER_VERSION}+x{h.hexdigest()[:8]}"
 

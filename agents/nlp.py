@@ -106,14 +106,31 @@ PERSISTENCE_PHRASES: tuple[str, ...] = (
     "not going away", "won't stop", "will not stop", "doesn't stop", "does not stop", "can't get rid of",
     "cannot get rid of", "can't seem to get rid of", "can't shake", "won't settle", "doesn't get better",
     "does not get better", "not getting better", "won't quit", "no matter what",
+    "can't stop", "cannot stop", "can not stop", "couldn't stop", "could not stop", "can't seem to stop",
+    "can't quit", "can't seem to shake", "cannot shake", "can't seem to get over", "can't get over",
 )
 
 # Phrases saying the patient cannot do something: an inability is a complaint ("not able to breathe properly"), not
 # a denial of the findings after it ("i am not able to brethe propelry, lying on bed due to high fever").
 INABILITY_PHRASES: tuple[str, ...] = (
     "not able to", "unable to", "isn't able to", "wasn't able to", "aren't able to", "weren't able to",
-    "not been able to",
+    "not been able to", "haven't been able to", "hasn't been able to", "hadn't been able to", "can't", "cannot",
+    "can not", "couldn't", "could not",
 )
+
+# ... except an inability to remember, which leaves the finding unreported: "she cannot recall any trauma".
+UNRECALLED_PHRASES: tuple[str, ...] = (
+    "can't recall", "cannot recall", "can not recall", "couldn't recall", "could not recall", "can't remember",
+    "cannot remember", "couldn't remember", "could not remember",
+)
+
+# Where a new clause with its own subject begins, a negation's scope ends: "I'm not feeling good, and I'm sweating a
+# lot", "I just don't have any energy and my throat is itchy", "even when I don't eat, I have a sour taste"; and so
+# it does at a cause: "stiff without moving, due to my swollen joints". A list keeps its negation ("no fever, chills
+# or cough"): only a conjunction or comma followed by a subject word ends it.
+CLAUSE_JOINERS: tuple[str, ...] = (",", "and", "but", "so", "because", "while", "although", "though")
+CLAUSE_SUBJECTS: tuple[str, ...] = ("i", "my", "he", "she", "his", "her", "they", "their", "we", "our")
+CAUSE_PHRASES: tuple[str, ...] = ("due to", "because of", "thanks to", "owing to")
 
 # Test names that hold a cue word: "free T4 is high" denies nothing ("free" is a negation cue in "pain-free").
 TEST_NAME_PHRASES: tuple[str, ...] = (
@@ -160,6 +177,9 @@ EXTRA_SECTION_RULES: list[tuple[str, str]] = [
 ]
 
 
+_COUNT_WORD = r"^(?:\d+(?:\.\d+)?|few|couple|several|one|two|three|four|five|six|seven|eight|nine|ten|twelve)$"
+
+
 def is_model_name(pipeline: str) -> bool:
     return pipeline not in ("blank", "", None)
 
@@ -195,7 +215,7 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
             nlp.add_pipe("sentencizer", config={"punct_chars": [".", "!", "?", ";", "\n"]})
     # A modifier of another kind ends a negation's scope: "no fever, mother has asthma" -> asthma is not negated.
     terminating = {
-        "NEGATED_EXISTENCE": ["FAMILY", "HISTORICAL", "HYPOTHETICAL", "POSITIVE_EXISTENCE"],
+        "NEGATED_EXISTENCE": ["FAMILY", "HISTORICAL", "HYPOTHETICAL", "POSITIVE_EXISTENCE", "CLAUSE_END"],
         "FAMILY": ["NEGATED_EXISTENCE"],
         "HYPOTHETICAL": ["NEGATED_EXISTENCE", "FAMILY"],
     }
@@ -215,6 +235,11 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
         ConTextRule("<n>-day history of", "PSEUDO", direction="PSEUDO", pattern=[
             {"LIKE_NUM": True, "OP": "?"}, {"TEXT": "-", "OP": "?"},
             {"LOWER": {"REGEX": span_word}}, {"LOWER": {"IN": ["history", "hx"]}}, {"LOWER": "of", "OP": "?"}]),
+        # "in the past week", "over the last 3 days": the present illness, not the "in the past" cue
+        ConTextRule("in the past <span>", "PSEUDO", direction="PSEUDO", pattern=[
+            {"LOWER": {"IN": ["in", "over", "for", "during", "within"]}}, {"LOWER": "the"},
+            {"LOWER": {"IN": ["past", "last"]}}, {"LOWER": {"REGEX": _COUNT_WORD}, "OP": "?"},
+            {"LOWER": {"REGEX": span_word}}]),
         ConTextRule("history of present illness", "PSEUDO", direction="PSEUDO", pattern=[
             {"LOWER": {"IN": ["history", "hx"]}}, {"LOWER": "of"}, {"LOWER": {"IN": ["present", "presenting"]}},
             {"LOWER": "illness"}]),
@@ -234,6 +259,20 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
     # to", "unable to": an inability, not a denial
     context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO")
                  for lit in PERSISTENCE_PHRASES + INABILITY_PHRASES + TEST_NAME_PHRASES])
+    # "cannot walk": an inability, where medspaCy's "can not" cue denies (a longer match wins; "cannot be" is left
+    # to the cues below); "cannot recall any trauma" denies; "pneumonia cannot be excluded" leaves it possible
+    context.add([ConTextRule("can/could not <verb>", "PSEUDO", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": ["can", "could"]}}, {"LOWER": {"IN": ["not", "n't"]}},
+        {"LOWER": {"NOT_IN": ["be", "recall", "remember"]}}])])
+    context.add([ConTextRule(lit, "NEGATED_EXISTENCE", direction="FORWARD") for lit in UNRECALLED_PHRASES])
+    context.add([ConTextRule("cannot be excluded", "POSSIBLE_EXISTENCE", direction="BACKWARD", pattern=[
+        {"LOWER": {"IN": ["can", "could", "ca"]}}, {"LOWER": {"IN": ["not", "n't"]}}, {"LOWER": "be"},
+        {"LOWER": {"IN": ["excluded", "ruled"]}}, {"LOWER": "out", "OP": "?"}])])
+    # a new clause with its own subject, or a cause, ends a negation's scope (not a history's: "in the past, he has
+    # had sunburns"; not a relative's: "a brother who died due to leukaemia")
+    context.add([ConTextRule("<joiner> <subject>", "CLAUSE_END", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": list(CLAUSE_JOINERS)}}, {"LOWER": {"IN": list(CLAUSE_SUBJECTS)}}])])
+    context.add([ConTextRule(lit, "CLAUSE_END", direction="PSEUDO") for lit in CAUSE_PHRASES])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
     _headers_need_colon_or_line_start(sectionizer)

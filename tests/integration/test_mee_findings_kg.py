@@ -82,6 +82,30 @@ def test_a_complaint_that_persists_is_not_denied(mee):
     assert by_name["fever"].negated
 
 
+@pytest.mark.parametrize("text, positive, negated", [
+    # a complaint that goes on, or an inability, holds a negation word and denies nothing
+    ("I can't stop sneezing and my nose is really runny.", {"sneezing", "rhinorrhea"}, set()),
+    ("I can't seem to shake this cough.", {"cough"}, set()),
+    ("I couldn't eat much due to nausea and vomiting.", {"Nausea and vomiting"}, set()),
+    # a new clause with its own subject, or a cause, ends a negation's scope; a list keeps it
+    ("I'm not feeling good, and I'm sweating a lot.", {"Hyperhidrosis"}, set()),
+    ("I just don't have any energy and my throat has been really itchy.", {"Pruritus"}, set()),
+    ("It is hard to move without becoming stiff due to my swollen joints.", {"Joint swelling"}, set()),
+    ("No fever, chills, or cough.", set(), {"fever", "chills", "cough"}),
+    ("She cannot recall any fever.", set(), {"fever"}),
+])
+def test_lay_negation_scope(mee, text, positive, negated):
+    """How far a patient's "can't", "not" and "without" reach: what the sentence says exists stays positive and
+    what it denies is negated."""
+    ex = mee.extract(text)
+    by_name = {e.concept_name.lower(): e for e in ex.entities if e.concept_name}
+    for name in positive:
+        assert name.lower() in by_name, f"{name} not found in {sorted(by_name)}"
+        assert not by_name[name.lower()].negated, name
+    for name in negated:
+        assert name.lower() in by_name and by_name[name.lower()].negated, (name, sorted(by_name))
+
+
 def test_a_test_name_holding_a_cue_word_denies_nothing(mee):
     """"free T4" is a test, not "free of": the low TSH before it stays positive, and a liver panel reads as findings."""
     ex = mee.extract("TSH is low and free T4 is high. ALT 1200 U/L, total bilirubin 5.2 mg/dL. She is pain free.")
