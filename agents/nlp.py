@@ -131,6 +131,10 @@ UNRECALLED_PHRASES: tuple[str, ...] = (
 CLAUSE_JOINERS: tuple[str, ...] = (",", "and", "but", "so", "because", "while", "although", "though")
 CLAUSE_SUBJECTS: tuple[str, ...] = ("i", "my", "he", "she", "his", "her", "they", "their", "we", "our")
 CAUSE_PHRASES: tuple[str, ...] = ("due to", "because of", "thanks to", "owing to")
+# ... and so it does where an exception begins: "no abnormalities other than crepitus in both knees", "unremarkable
+# except for a palpable purpura" (what follows is present)
+EXCEPTION_PHRASES: tuple[str, ...] = ("other than", "except for", "except", "apart from", "aside from",
+                                     "with the exception of", "save for")
 
 # Test names that hold a cue word: "free T4 is high" denies nothing ("free" is a negation cue in "pain-free").
 TEST_NAME_PHRASES: tuple[str, ...] = (
@@ -272,7 +276,7 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
     # had sunburns"; not a relative's: "a brother who died due to leukaemia")
     context.add([ConTextRule("<joiner> <subject>", "CLAUSE_END", direction="PSEUDO", pattern=[
         {"LOWER": {"IN": list(CLAUSE_JOINERS)}}, {"LOWER": {"IN": list(CLAUSE_SUBJECTS)}}])])
-    context.add([ConTextRule(lit, "CLAUSE_END", direction="PSEUDO") for lit in CAUSE_PHRASES])
+    context.add([ConTextRule(lit, "CLAUSE_END", direction="PSEUDO") for lit in CAUSE_PHRASES + EXCEPTION_PHRASES])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
     _headers_need_colon_or_line_start(sectionizer)

@@ -106,6 +106,35 @@ def test_lay_negation_scope(mee, text, positive, negated):
         assert name.lower() in by_name and by_name[name.lower()].negated, (name, sorted(by_name))
 
 
+@pytest.mark.parametrize("text, positive, negated", [
+    ("The examination shows no abnormalities other than a reduced range of motion and crepitus in both knees.",
+     {"Limitation of joint mobility", "Joint crepitus"}, set()),
+    ("A chest x-ray shows a right-sided consolidation, and a CT shows an irregular opacity in the right upper lobe.",
+     {"Parenchymal consolidation", "Pulmonary opacity"}, set()),
+    ("CT of the chest shows bilateral ground-glass opacities.", {"Ground-glass opacification"}, set()),
+    ("Spirometry shows an FEV1:FVC ratio of 62%.", {"Reduced FEV1/FVC ratio"}, set()),
+    ("Spirometry shows an FEV1/FVC ratio of 0.82.", set(), set()),
+    ("Examination shows bilateral, nontender upper abdominal masses.", {"abdominal mass"}, set()),
+    ("Serum protein electrophoresis shows a spike of monoclonal IgM.", {"Paraproteinemia"}, set()),
+    ("No fever except for mild chills.", {"chills"}, {"fever"}),
+    ("Abdominal examination shows diffuse tenderness.", {"abdominal tenderness"}, set()),
+    ("Pelvic examination shows tenderness of the left adnexa.", {"Pelvic pain"}, set()),
+    ("Examination shows marked tenderness along the left mid-femur.", {"bone pain"}, set()),
+])
+def test_examination_and_report_words(mee, text, positive, negated):
+    """An examination's and a report's words read as findings, with an exception ("no abnormalities other than")
+    ending the denial before it."""
+    ex = mee.extract(text)
+    by_name = {e.concept_name.lower(): e for e in ex.entities if e.concept_name}
+    for name in positive:
+        assert name.lower() in by_name, f"{name} not found in {sorted(by_name)}"
+        assert not by_name[name.lower()].negated, name
+    for name in negated:
+        assert name.lower() in by_name and by_name[name.lower()].negated, (name, sorted(by_name))
+    if not positive and not negated:
+        assert "reduced fev1/fvc ratio" not in by_name, sorted(by_name)
+
+
 def test_a_test_name_holding_a_cue_word_denies_nothing(mee):
     """"free T4" is a test, not "free of": the low TSH before it stays positive, and a liver panel reads as findings."""
     ex = mee.extract("TSH is low and free T4 is high. ALT 1200 U/L, total bilirubin 5.2 mg/dL. She is pain free.")
