@@ -120,6 +120,17 @@ def test_lay_negation_scope(mee, text, positive, negated):
     ("Abdominal examination shows diffuse tenderness.", {"abdominal tenderness"}, set()),
     ("Pelvic examination shows tenderness of the left adnexa.", {"Pelvic pain"}, set()),
     ("Examination shows marked tenderness along the left mid-femur.", {"bone pain"}, set()),
+    ("Auscultation reveals a harsh, systolic ejection murmur at the upper left sternal border.",
+     {"Midsystolic murmur"}, set()),
+    ("A continuous machine-like murmur is heard.", {"Continuous heart murmur"}, set()),
+    ("An x-ray shows multiple lytic lesions, and the cortex is covered by several layers of new bone.",
+     {"Osteolysis", "Subperiosteal bone formation"}, set()),
+    ("Cervical and axillary lymph nodes are enlarged bilaterally.", {"lymphadenopathy"}, set()),
+    ("There are no palpable lymph nodes.", set(), {"lymphadenopathy"}),
+    ("The tone is slightly reduced with exaggerated reflexes; his gait is hemiparetic.",
+     {"hyperreflexia", "hemiparesis"}, set()),
+    ("Right pedal pulses are absent.", {"Absent pulse"}, set()),
+    ("The diffusion capacity of the lung (DLCO) is decreased.", {"Decreased DLCO"}, set()),
 ])
 def test_examination_and_report_words(mee, text, positive, negated):
     """An examination's and a report's words read as findings, with an exception ("no abnormalities other than")
