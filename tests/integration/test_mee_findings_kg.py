@@ -93,6 +93,7 @@ def test_a_complaint_that_persists_is_not_denied(mee):
     ("It is hard to move without becoming stiff due to my swollen joints.", {"Joint swelling"}, set()),
     ("No fever, chills, or cough.", set(), {"fever", "chills", "cough"}),
     ("She cannot recall any fever.", set(), {"fever"}),
+    ("She cannot walk without help because of pain.", {"pain"}, set()),
 ])
 def test_lay_negation_scope(mee, text, positive, negated):
     """How far a patient's "can't", "not" and "without" reach: what the sentence says exists stays positive and
