@@ -132,6 +132,9 @@ def test_lay_negation_scope(mee, text, positive, negated):
      {"hyperreflexia", "hemiparesis"}, set()),
     ("Right pedal pulses are absent.", {"Absent pulse"}, set()),
     ("The diffusion capacity of the lung (DLCO) is decreased.", {"Decreased DLCO"}, set()),
+    ("A 2.5-cm rubbery, mobile mass that is nontender in the upper outer quadrant of the right breast.",
+     {"Breast mass"}, set()),
+    ("He has reduced sensation in his upper extremities.", {"hypoesthesia"}, set()),
 ])
 def test_examination_and_report_words(mee, text, positive, negated):
     """An examination's and a report's words read as findings, with an exception ("no abnormalities other than")
