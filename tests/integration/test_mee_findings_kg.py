@@ -82,6 +82,19 @@ def test_a_complaint_that_persists_is_not_denied(mee):
     assert by_name["fever"].negated
 
 
+def _assert_readings(mee, text, positive, negated):
+    """The findings named in ``positive`` are read and not denied, those in ``negated`` are read and denied; returns
+    the readings by lower-cased concept name."""
+    ex = mee.extract(text)
+    by_name = {e.concept_name.lower(): e for e in ex.entities if e.concept_name}
+    for name in positive:
+        assert name.lower() in by_name, f"{name} not found in {sorted(by_name)}"
+        assert not by_name[name.lower()].negated, name
+    for name in negated:
+        assert name.lower() in by_name and by_name[name.lower()].negated, (name, sorted(by_name))
+    return by_name
+
+
 @pytest.mark.parametrize("text, positive, negated", [
     # a complaint that goes on, or an inability, holds a negation word and denies nothing
     ("I can't stop sneezing and my nose is really runny.", {"sneezing", "rhinorrhea"}, set()),
@@ -98,59 +111,25 @@ def test_a_complaint_that_persists_is_not_denied(mee):
 def test_lay_negation_scope(mee, text, positive, negated):
     """How far a patient's "can't", "not" and "without" reach: what the sentence says exists stays positive and
     what it denies is negated."""
-    ex = mee.extract(text)
-    by_name = {e.concept_name.lower(): e for e in ex.entities if e.concept_name}
-    for name in positive:
-        assert name.lower() in by_name, f"{name} not found in {sorted(by_name)}"
-        assert not by_name[name.lower()].negated, name
-    for name in negated:
-        assert name.lower() in by_name and by_name[name.lower()].negated, (name, sorted(by_name))
+    _assert_readings(mee, text, positive, negated)
 
 
 @pytest.mark.parametrize("text, positive, negated", [
     ("The examination shows no abnormalities other than a reduced range of motion and crepitus in both knees.",
      {"Limitation of joint mobility", "Joint crepitus"}, set()),
-    ("A chest x-ray shows a right-sided consolidation, and a CT shows an irregular opacity in the right upper lobe.",
-     {"Parenchymal consolidation", "Pulmonary opacity"}, set()),
-    ("CT of the chest shows bilateral ground-glass opacities.", {"Ground-glass opacification"}, set()),
+    ("No fever except for mild chills.", {"chills"}, {"fever"}),
+    ("There are no palpable lymph nodes.", set(), {"lymphadenopathy"}),
     ("Spirometry shows an FEV1:FVC ratio of 62%.", {"Reduced FEV1/FVC ratio"}, set()),
     ("Spirometry shows an FEV1/FVC ratio of 0.82.", set(), set()),
-    ("Examination shows bilateral, nontender upper abdominal masses.", {"abdominal mass"}, set()),
-    ("Serum protein electrophoresis shows a spike of monoclonal IgM.", {"Paraproteinemia"}, set()),
-    ("No fever except for mild chills.", {"chills"}, {"fever"}),
-    ("Abdominal examination shows diffuse tenderness.", {"abdominal tenderness"}, set()),
-    ("Pelvic examination shows tenderness of the left adnexa.", {"Pelvic pain"}, set()),
-    ("Examination shows marked tenderness along the left mid-femur.", {"bone pain"}, set()),
-    ("Auscultation reveals a harsh, systolic ejection murmur at the upper left sternal border.",
-     {"Midsystolic murmur"}, set()),
-    ("A continuous machine-like murmur is heard.", {"Continuous heart murmur"}, set()),
-    ("An x-ray shows multiple lytic lesions, and the cortex is covered by several layers of new bone.",
-     {"Osteolysis", "Subperiosteal bone formation"}, set()),
-    ("Cervical and axillary lymph nodes are enlarged bilaterally.", {"lymphadenopathy"}, set()),
-    ("There are no palpable lymph nodes.", set(), {"lymphadenopathy"}),
-    ("The tone is slightly reduced with exaggerated reflexes; his gait is hemiparetic.",
-     {"hyperreflexia", "hemiparesis"}, set()),
-    ("Right pedal pulses are absent.", {"Absent pulse"}, set()),
     ("The diffusion capacity of the lung (DLCO) is decreased.", {"Decreased DLCO"}, set()),
-    ("A 2.5-cm rubbery, mobile mass that is nontender in the upper outer quadrant of the right breast.",
-     {"Breast mass"}, set()),
-    ("He has reduced sensation in his upper extremities.", {"hypoesthesia"}, set()),
-    ("Slit-lamp examination shows a diffuse corneal opacity.", set(), set()),
-    ("Radiographs show multiple long bone fractures after the crash.", set(), set()),
-    ("She has had several previous low-impact fractures.", {"Recurrent fractures"}, set()),
 ])
 def test_examination_and_report_words(mee, text, positive, negated):
-    """An examination's and a report's words read as findings, with an exception ("no abnormalities other than")
-    ending the denial before it."""
-    ex = mee.extract(text)
-    by_name = {e.concept_name.lower(): e for e in ex.entities if e.concept_name}
-    for name in positive:
-        assert name.lower() in by_name, f"{name} not found in {sorted(by_name)}"
-        assert not by_name[name.lower()].negated, name
-    for name in negated:
-        assert name.lower() in by_name and by_name[name.lower()].negated, (name, sorted(by_name))
+    """An exception ("no abnormalities other than") ends the denial before it, a denied examination finding stays
+    denied, and lung function reads from its values (the everyday-words rows have their example sentences in
+    tests/cases/lay_phrase_examples.tsv)."""
+    by_name = _assert_readings(mee, text, positive, negated)
     if not positive and not negated:      # a look-alike: none of the readings above
-        assert not {"reduced fev1/fvc ratio", "pulmonary opacity", "recurrent fractures"} & set(by_name), sorted(by_name)
+        assert "reduced fev1/fvc ratio" not in by_name, sorted(by_name)
 
 
 def test_a_test_name_holding_a_cue_word_denies_nothing(mee):
