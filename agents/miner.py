@@ -4,11 +4,17 @@ For every MedQuAD answer about a disease's symptoms, causes or tests, or describ
 ``symptoms``, ``causes``, ``exams and tests``, ``information``: a MedlinePlus page is all "information", its
 symptoms in one sentence of it):
 
-1. **Which disease.** The page's focus is tied to knowledge-graph diseases by its UMLS CUIs (a CUI that a disease
-   lists among its cross-references: ``cui``; a non-DO disease carrying the CUI is replaced by its cross-referenced
-   Disease Ontology equivalent: ``xref``), else by the focus's exact name or synonym (preferred names, exact
-   synonyms and merged vocabulary names only: ``name``). A page whose focus names no disease (a test, a drug, a
-   gene) is skipped.
+1. **Which disease.** The page's focus is tied to knowledge-graph diseases by its focus UMLS CUI (a CUI that a
+   disease lists among its cross-references: ``cui``; a non-DO disease carrying the CUI is replaced by its
+   cross-referenced Disease Ontology equivalent: ``xref``); the page's further CUIs add only diseases equivalent to
+   or narrower than those (MedQuAD lists the broader and neighbouring concepts a page mentions among them: the
+   "Diabetic Neuropathies" page carries diabetes and type 2 diabetes, "Familial atrial fibrillation" atrial
+   fibrillation). When the focus CUI names no disease: the focus's exact name or synonym, whole or before a colon,
+   its last word also in the singular (preferred names, exact synonyms and merged vocabulary names only:
+   ``name``), else the further CUIs. A page whose focus names no disease (a test, a drug, a gene) is skipped, and
+   so is a guide to preventing, monitoring or treating a disease or to living with it ("Prevent diabetes problems:
+   Keep your heart and blood vessels healthy", "Treatment Methods for Kidney Failure"): it lists the signs of
+   complications (a heart attack's), not how the disease presents.
 2. **Which sentences.** The answer is split into sentences with character offsets into ``Document.text`` (list
    items are sentences, also when a flattened list joins them with " - "; a leading bullet is not part of the
    span). Skipped: question headings ("What are the
@@ -56,7 +62,7 @@ from .textutil import is_question, sentences
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-4"
+MINER_VERSION = "miner-6"
 # "definition": the NCI Thesaurus definitions the knowledge graph keeps for its diseases (read as short documents)
 QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
@@ -95,6 +101,20 @@ _ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|Dr|St)\.|\b[
 MAX_DESCENDANTS = 100
 # a question heading that lost its question mark ("What are the signs and symptoms of Ataxia")
 _QUESTION_HEADING = re.compile(r"^(?:what|how|who|why|which|is|are|can|do|does)\b[^.!;:]{0,150}$", re.I)
+def _singular(name: str) -> str:
+    """``name`` with its last word in the singular ("Diabetic Neuropathies" -> "Diabetic Neuropathy")."""
+    head, _, last = name.strip().rpartition(" ")
+    low = last.lower()
+    if low.endswith("ies") and len(low) > 4:
+        last = last[:-3] + "y"
+    elif low.endswith("s") and not low.endswith(("ss", "us", "is")) and len(low) > 3:
+        last = last[:-1]
+    return f"{head} {last}".strip()
+
+
+# a page whose focus is a guide to preventing, monitoring or treating a disease, or to living with it
+_GUIDE_PAGE = re.compile(r"^\s*(?:prevent(?:ing)?\b|monitor(?:ing)?\b|treatment methods\b|living with\b|"
+                         r"what i need to know about (?:physical activity|preparing|living with)\b)", re.I)
 _TITLE_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 GENERIC_FINDINGS = frozenset(normalise(x) for x in (
     "symptom", "symptoms", "sign", "signs", "signs and symptoms", "finding", "clinical finding", "abnormality",
@@ -192,30 +212,70 @@ class Miner:
         own = getattr(doc, "disease_id", None)
         if own:
             return [(own, "xref")] if own in self._cat and self.descendants(own) <= MAX_DESCENDANTS else []
-        cuis = tuple(dict.fromkeys(c.upper() for c in (doc.focus_cui, *(doc.cuis or ())) if c))
+        focus_cui = (doc.focus_cui or "").upper()
+        cuis = tuple(dict.fromkeys(c.upper() for c in (focus_cui, *(doc.cuis or ())) if c))
         key = (cuis, doc.focus)
         hit = self._links.get(key)
         if hit is not None:
             return hit
         found: dict[str, str] = {}
+        if _GUIDE_PAGE.search(doc.focus or ""):
+            self._links[key] = []
+            return []
+        primary = self._cui_diseases(focus_cui) if focus_cui else {}
+        further: dict[str, str] = {}
         for cui in cuis:
-            nodes = self._cui.get(cui, ())
-            do_nodes = [n for n in nodes if n.startswith("DOID:")]
-            for n in do_nodes or nodes:
-                d, via = self._do_of(n)
-                if self.descendants(d) <= MAX_DESCENDANTS:
-                    found.setdefault(d, "xref" if via else "cui")
-        if not found:
-            for name in (doc.focus, *(getattr(doc, "synonyms", ()) or ())):
+            if cui != focus_cui:
+                for d, how in self._cui_diseases(cui).items():
+                    further.setdefault(d, how)
+        if primary:
+            found = dict(primary)
+            for d, how in further.items():
+                if any(self._narrower_or_same(d, p) for p in primary):
+                    found.setdefault(d, how)
+        else:
+            title = (doc.focus or "").split(":", 1)[0]
+            names = (doc.focus, title, _singular(title), *(getattr(doc, "synonyms", ()) or ()))
+            for name in dict.fromkeys(n for n in names if n):
                 hits = self.kg.exact_matches(name, categories=("disease",)) if name else []
                 if hits:
                     d, via = self._do_of(hits[0].id)
                     if self.descendants(d) <= MAX_DESCENDANTS:
                         found[d] = "name"
                     break
+            if not found:
+                found = further
         out = sorted(found.items(), key=lambda x: (_LINK_RANK[x[1]], x[0]))
         self._links[key] = out
         return out
+
+    def _cui_diseases(self, cui: str) -> dict[str, str]:
+        """The diseases (DO ones first) a UMLS CUI names, each with how it was reached ("cui" or "xref")."""
+        out: dict[str, str] = {}
+        nodes = self._cui.get(cui, ())
+        do_nodes = [n for n in nodes if n.startswith("DOID:")]
+        for n in do_nodes or nodes:
+            d, via = self._do_of(n)
+            if self.descendants(d) <= MAX_DESCENDANTS:
+                out.setdefault(d, "xref" if via else "cui")
+        return out
+
+    def _narrower_or_same(self, d: str, p: str) -> bool:
+        """``d`` is ``p``, equivalent to it or below it in the is_a hierarchy."""
+        target = self.equivalents(p)
+        if d in target:
+            return True
+        g = self.kg.graph
+        seen = {d}
+        stack = [d]
+        while stack:
+            for _, v, rel in g.out_edges(stack.pop(), keys=True):
+                if rel == "is_a" and v not in seen:
+                    if v in target:
+                        return True
+                    seen.add(v)
+                    stack.append(v)
+        return False
 
     # ---- sentences -------------------------------------------------------------------------------------------
     @staticmethod

@@ -181,3 +181,34 @@ def test_mining_only_the_definitions(kg, tmp_path, capsys):
     m = mined.read(out)
     assert summary["mining"]["documents"] == 50 and m.edges
     assert all(e.question_type == "definition" and e.doc_id.startswith("NCIT:C") for e in m.edges)
+
+
+# pages whose further CUIs name broader or neighbouring diseases than the page's own (MedQuAD lists what a page
+# mentions among them), and a guide to a disease's complications
+LINK_PAGES = {
+    "NIDDK_0000034-3": "diabetic neuropathy",      # "Diabetic Neuropathies": also carries diabetes, type 2 diabetes
+    "GARD_0002230-1": "familial atrial fibrillation",  # also carries atrial fibrillation
+    "GARD_0004813-1": None,                        # PFAPA: also carries fever, stomatitis, pharyngitis, adenitis
+    "NIDDK_0000057-7": (),                         # "Prevent diabetes problems: Keep your heart ..." (heart attack signs)
+}
+
+
+@pytest.fixture(scope="module")
+def link_docs():
+    found = {d.doc_id: d for d in iter_documents(organisations=["NIDDK", "GARD"]) if d.doc_id in LINK_PAGES}
+    assert set(found) == set(LINK_PAGES)
+    return found
+
+
+def test_a_page_is_linked_to_its_focus_not_to_the_broader_diseases_it_mentions(kg, miner, link_docs):
+    names = {pid: {str(kg.graph.nodes[d].get("name")).lower() for d, _ in miner.link(link_docs[pid])}
+             for pid in LINK_PAGES}
+    assert names["NIDDK_0000034-3"] == {"diabetic neuropathy"}
+    assert "familial atrial fibrillation" in names["GARD_0002230-1"]
+    assert "atrial fibrillation" not in names["GARD_0002230-1"]
+    assert not names["GARD_0004813-1"] & {"pharyngitis", "fever", "stomatitis", "lymphadenitis"}
+    assert names["NIDDK_0000057-7"] == set()
+    # the page's own disease is still reached: the heart-attack list gives type 2 diabetes no chest pain edge
+    res = miner.mine([link_docs["NIDDK_0000057-7"], link_docs["NIDDK_0000034-3"]])
+    assert not [e for e in res.edges if e.disease in ("DOID:9352", "DOID:9351")]
+    assert {e.finding_name.lower() for e in res.edges} >= {"paresthesia"}
