@@ -53,6 +53,7 @@ class RetrievalParams:
     mined_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own, RankerConfig)
     use_cardinal: bool = True          # the curated cardinal findings of common diseases (knowledge/kg/cardinal.py)
     cardinal_strength: float | None = None  # their strength in the KG ranking (None: the ranker's own)
+    source_agreement: float | None = None   # what further sources asserting one finding add (None: the ranker's own)
     use_opposites: bool = True         # opposite findings count against a disease (knowledge/kg/opposites.py)
     drop_broader: bool = False         # the KG ranking leaves out a finding broader than another present one
     use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py)
@@ -83,6 +84,7 @@ class RetrievalParams:
                    mined_strength=getattr(cfg, "mined_strength", None),
                    use_cardinal=getattr(cfg, "use_cardinal", True),
                    cardinal_strength=getattr(cfg, "cardinal_strength", None),
+                   source_agreement=getattr(cfg, "source_agreement", None),
                    use_opposites=getattr(cfg, "use_opposites", True),
                    drop_broader=getattr(cfg, "drop_broader_findings", False),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
@@ -446,7 +448,7 @@ class HKI:
         wide = replace(p, differential_k=max(p.differential_k, p.prior_pool // 2)) if use_prior and self.prior else p
         ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0,
                                   p.cardinal_strength if p.use_cardinal else 0.0,
-                                  None if p.use_opposites else 0.0, p.drop_broader)
+                                  None if p.use_opposites else 0.0, p.drop_broader, p.source_agreement)
         use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
         site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
         regions = extraction.regions if extraction else []      # where the patient has been (travel, origin)
@@ -730,7 +732,8 @@ class HKI:
         return keep
 
     def _ranker_for(self, mined_strength: float | None, cardinal_strength: float | None = None,
-                    opposite_mu: float | None = None, drop_broader: bool | None = None):
+                    opposite_mu: float | None = None, drop_broader: bool | None = None,
+                    source_agreement: float | None = None):
         """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength``, the curated cardinal
         findings ``cardinal_strength`` and opposite findings ``opposite_mu`` (None: the ranker's own; 0: left out,
         the ``no-mined``, ``no-cardinal`` and ``no-opposites`` ablations), or leaving out the findings broader than
@@ -741,7 +744,7 @@ class HKI:
             return base
         changes = {name: round(float(v), 6) for name, v in
                    (("mined_strength", mined_strength), ("cardinal_strength", cardinal_strength),
-                    ("opposite_mu", opposite_mu))
+                    ("opposite_mu", opposite_mu), ("source_agreement", source_agreement))
                    if v is not None and abs(getattr(base.config, name, v) - v) >= 1e-12}
         if drop_broader is not None and drop_broader != getattr(base.config, "drop_broader", drop_broader):
             changes["drop_broader"] = bool(drop_broader)

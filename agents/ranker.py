@@ -136,6 +136,7 @@ class RankerConfig:
     age_mismatch: float = 0.3
     region_mismatch: float = 0.3           # a restricted disease not acquired where the patient has been
     course_mismatch: float = 0.7           # a chronic disease for an illness of days, an acute one for months
+    source_agreement: float = 1.0          # how much several sources asserting one finding add to the strongest
     drop_broader: bool = False             # a finding broader than another present one ("pain" beside "left lower
                                            # quadrant pain") is not counted again (KGRanker.most_specific)
     broader_depth: int = 4                 # how far up the finding hierarchy "broader" is looked for
@@ -143,7 +144,7 @@ class RankerConfig:
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hpo_max", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
                     "other_strength", "mined_strength", "cardinal_strength", "equivalent_disease", "child_discount",
-                    "child_depth", "parent_discount")
+                    "child_depth", "parent_discount", "source_agreement")
 
     def index_key(self) -> tuple:
         return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
@@ -169,6 +170,18 @@ def _noisy_or(values: Iterable[float]) -> float:
     for v in values:
         p *= 1.0 - min(max(v, 0.0), 1.0)
     return 1.0 - p
+
+
+def _combine(values: Iterable[float], agreement: float) -> float:
+    """Several edges for one disease-finding pair: the strongest, plus ``agreement`` times what noisy-OR adds to it
+    (1: plain noisy-OR, agreement compounds; 0: the strongest edge alone)."""
+    vals = [min(max(v, 0.0), 1.0) for v in values]
+    if not vals:
+        return 0.0
+    top = max(vals)
+    if agreement >= 1.0:
+        return _noisy_or(vals)
+    return top + agreement * (_noisy_or(vals) - top)
 
 
 @dataclass(frozen=True)
@@ -233,7 +246,7 @@ class _KGIndex:
                 continue
             self.by_finding[v].append((d, s, f"{u}|{rel}|{v}", label))
             prev = per_disease[d].get(v, 0.0)
-            per_disease[d][v] = 1.0 - (1.0 - prev) * (1.0 - s)
+            per_disease[d][v] = _combine((prev, s), cfg.source_agreement)
             if "HSDN" in kinds:
                 self.common.add(d)
             elif kinds & {"DO", "Textbook"}:
@@ -281,7 +294,7 @@ class _KGIndex:
             parts.append((cfg.other_strength, "KG", "KG"))
         parts = [x for x in parts if x[0] > 0.0]    # a source weighted 0 asserts nothing (the no-mined ablation)
         label = ", ".join(lab for _, lab, _ in parts)
-        return _noisy_or(p for p, _, _ in parts), label, {k for _, _, k in parts} & kinds
+        return _combine((p for p, _, _ in parts), cfg.source_agreement), label, {k for _, _, k in parts} & kinds
 
     # -- opposite findings ----------------------------------------------------------------------------------------
     def opposites(self, cid: str) -> set[str]:
@@ -368,7 +381,7 @@ class _KGIndex:
             for d, s, tid, label in self.by_finding.get(node, ()):
                 acc[d].append((s * disc, tid, label, how))
         # edges best first, ties by edge id: the first edge decides what a match is called ("equivalent disease")
-        prof = {d: (_noisy_or(e[0] for e in edges), tuple(sorted(edges, key=lambda e: (-e[0], e[1]))))
+        prof = {d: (_combine((e[0] for e in edges), self.cfg.source_agreement), tuple(sorted(edges, key=lambda e: (-e[0], e[1]))))
                 for d, edges in acc.items()}
         with self._lock:
             self._profiles[key] = prof

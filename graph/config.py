@@ -25,6 +25,8 @@ class PipelineConfig(BaseModel):
     mined_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
     use_cardinal: bool = True         # rank with the curated cardinal findings of common diseases (knowledge/kg/cardinal)
     cardinal_strength: float | None = Field(None, ge=0.0, le=1.0)  # their edge strength (None: RankerConfig's)
+    source_agreement: float | None = Field(None, ge=0.0, le=1.0)  # several sources for one finding: 1 noisy-OR, 0 the
+    #                                   strongest alone (None: RankerConfig's)
     use_opposites: bool = True        # a present finding argues against a disease expecting its opposite (low vs high TSH)
     drop_broader_findings: bool = False  # the KG ranking leaves out a finding broader than another present one ("pain"
     #                                   beside "left lower quadrant pain": one complaint, not two)

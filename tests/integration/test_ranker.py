@@ -390,3 +390,24 @@ def test_a_finding_broader_than_another_present_one_can_be_left_out(kg, ranker):
     both = {c.concept_id: c for c in ranker.rank(findings, [], k=100_000)}
     assert all(pain.concept_id not in c.matched for c in kept.values())
     assert any(pain.concept_id in c.matched for c in both.values())
+
+
+def test_how_much_several_sources_for_one_finding_add_is_a_setting(kg, ranker):
+    """``source_agreement`` 1 (the default) combines the sources asserting one disease-finding pair by noisy-OR; 0
+    keeps the strongest alone, so a pair several sources assert scores exactly its strongest edge."""
+    from dataclasses import replace
+
+    from agents.ranker import _combine
+
+    assert ranker.config.source_agreement == 1.0
+    assert _combine([0.6, 0.45], 1.0) == pytest.approx(1 - 0.4 * 0.55)
+    assert _combine([0.6, 0.45], 0.0) == pytest.approx(0.6)
+    assert _combine([0.6, 0.45], 0.5) == pytest.approx(0.6 + 0.5 * (1 - 0.4 * 0.55 - 0.6))
+    fever = _ent(kg, "fever")
+    strongest = KGRanker(kg, replace(ranker.config, source_agreement=0.0)).index.profile(fever.concept_id, False)
+    compound = ranker.index.profile(fever.concept_id, False)
+    multi = [d for d, (s, edges) in compound.items() if len({e[1] for e in edges}) > 1 or "," in edges[0][2]]
+    assert multi
+    for d in multi[:20]:
+        assert strongest[d][0] < compound[d][0]
+        assert strongest[d][0] == pytest.approx(max(e[0] for e in strongest[d][1]))
