@@ -4,14 +4,16 @@ For every MedQuAD answer about a disease's symptoms, causes or tests, or describ
 ``symptoms``, ``causes``, ``exams and tests``, ``information``: a MedlinePlus page is all "information", its
 symptoms in one sentence of it):
 
-1. **Which disease.** The page's focus is tied to knowledge-graph diseases by its focus UMLS CUI (a CUI that a
-   disease lists among its cross-references: ``cui``; a non-DO disease carrying the CUI is replaced by its
-   cross-referenced Disease Ontology equivalent: ``xref``); the page's further CUIs add only diseases equivalent to
-   or narrower than those (MedQuAD lists the broader and neighbouring concepts a page mentions among them: the
-   "Diabetic Neuropathies" page carries diabetes and type 2 diabetes, "Familial atrial fibrillation" atrial
-   fibrillation). When the focus CUI names no disease: the focus's exact name or synonym, whole or before a colon,
-   its last word also in the singular (preferred names, exact synonyms and merged vocabulary names only:
-   ``name``), else the further CUIs. A page whose focus names no disease (a test, a drug, a gene) is skipped, and
+1. **Which disease.** The page's UMLS CUIs are tied to knowledge-graph diseases (a CUI that a disease lists among
+   its cross-references: ``cui``; a non-DO disease carrying the CUI is replaced by its cross-referenced Disease
+   Ontology equivalent: ``xref``). MedQuAD lists among a page's CUIs the broader and neighbouring concepts it
+   mentions (the "Diabetic Neuropathies" page carries diabetes and type 2 diabetes, PFAPA pharyngitis and fever,
+   "Familial atrial fibrillation" atrial fibrillation) and its focus CUI is sometimes a broader one ("Purpura" on
+   the "Thrombotic Thrombocytopenic Purpura" page), so the page's disease is the one of its CUIs that the focus's
+   own name names (exact name or synonym, whole or before a colon, its last word also in the singular), else the
+   focus CUI's; the other CUIs add only diseases narrower than or equivalent to it. A page none of whose CUIs
+   names a disease is tied by the focus's name alone (preferred names, exact synonyms and merged vocabulary names
+   only: ``name``), else by its CUIs. A page whose focus names no disease (a test, a drug, a gene) is skipped, and
    so is a guide to preventing, monitoring or treating a disease or to living with it ("Prevent diabetes problems:
    Keep your heart and blood vessels healthy", "Treatment Methods for Kidney Failure"): it lists the signs of
    complications (a heart attack's), not how the disease presents.
@@ -62,7 +64,7 @@ from .textutil import is_question, sentences
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-6"
+MINER_VERSION = "miner-7"
 # "definition": the NCI Thesaurus definitions the knowledge graph keeps for its diseases (read as short documents)
 QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
@@ -228,23 +230,30 @@ class Miner:
             if cui != focus_cui:
                 for d, how in self._cui_diseases(cui).items():
                     further.setdefault(d, how)
-        if primary:
-            found = dict(primary)
-            for d, how in further.items():
-                if any(self._narrower_or_same(d, p) for p in primary):
-                    found.setdefault(d, how)
+        title = (doc.focus or "").split(":", 1)[0]
+        names = [n for n in dict.fromkeys((doc.focus, title, _singular(title),
+                                           *(getattr(doc, "synonyms", ()) or ()))) if n]
+        named: list[str] = []          # the diseases the focus's own name names, in name order
+        for name in names:
+            for c in self.kg.exact_matches(name, categories=("disease",)):
+                d, _ = self._do_of(c.id)
+                if d not in named and self.descendants(d) <= MAX_DESCENDANTS:
+                    named.append(d)
+        linked = {**further, **primary}
+        # the page's CUIs name its own disease (the focus CUI is sometimes a broader one: "Purpura" on the
+        # "Thrombotic Thrombocytopenic Purpura" page): those, and the narrower diseases of its CUIs
+        anchors = [d for d in linked if any(d == n or d in self.equivalents(n) for n in named)]
+        if not anchors:
+            anchors = list(primary)
+        if anchors:
+            found = {d: linked[d] for d in anchors}
+            for d, how in linked.items():
+                if d not in found and any(self._narrower_or_same(d, a) for a in anchors):
+                    found[d] = how
+        elif named:
+            found = {named[0]: "name"}
         else:
-            title = (doc.focus or "").split(":", 1)[0]
-            names = (doc.focus, title, _singular(title), *(getattr(doc, "synonyms", ()) or ()))
-            for name in dict.fromkeys(n for n in names if n):
-                hits = self.kg.exact_matches(name, categories=("disease",)) if name else []
-                if hits:
-                    d, via = self._do_of(hits[0].id)
-                    if self.descendants(d) <= MAX_DESCENDANTS:
-                        found[d] = "name"
-                    break
-            if not found:
-                found = further
+            found = further
         out = sorted(found.items(), key=lambda x: (_LINK_RANK[x[1]], x[0]))
         self._links[key] = out
         return out
@@ -262,7 +271,7 @@ class Miner:
 
     def _narrower_or_same(self, d: str, p: str) -> bool:
         """``d`` is ``p``, equivalent to it or below it in the is_a hierarchy."""
-        target = self.equivalents(p)
+        target = {p, *self.equivalents(p)}
         if d in target:
             return True
         g = self.kg.graph

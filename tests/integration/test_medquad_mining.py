@@ -190,12 +190,13 @@ LINK_PAGES = {
     "GARD_0002230-1": "familial atrial fibrillation",  # also carries atrial fibrillation
     "GARD_0004813-1": None,                        # PFAPA: also carries fever, stomatitis, pharyngitis, adenitis
     "NIDDK_0000057-7": (),                         # "Prevent diabetes problems: Keep your heart ..." (heart attack signs)
+    "NHLBI_0000131-5": "thrombotic thrombocytopenic purpura",  # its focus CUI is the broader "Purpura"
 }
 
 
 @pytest.fixture(scope="module")
 def link_docs():
-    found = {d.doc_id: d for d in iter_documents(organisations=["NIDDK", "GARD"]) if d.doc_id in LINK_PAGES}
+    found = {d.doc_id: d for d in iter_documents(organisations=["NIDDK", "GARD", "NHLBI"]) if d.doc_id in LINK_PAGES}
     assert set(found) == set(LINK_PAGES)
     return found
 
@@ -208,6 +209,7 @@ def test_a_page_is_linked_to_its_focus_not_to_the_broader_diseases_it_mentions(k
     assert "atrial fibrillation" not in names["GARD_0002230-1"]
     assert not names["GARD_0004813-1"] & {"pharyngitis", "fever", "stomatitis", "lymphadenitis"}
     assert names["NIDDK_0000057-7"] == set()
+    assert names["NHLBI_0000131-5"] == {"thrombotic thrombocytopenic purpura"}
     # the page's own disease is still reached: the heart-attack list gives type 2 diabetes no chest pain edge
     res = miner.mine([link_docs["NIDDK_0000057-7"], link_docs["NIDDK_0000034-3"]])
     assert not [e for e in res.edges if e.disease in ("DOID:9352", "DOID:9351")]
