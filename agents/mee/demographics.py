@@ -139,6 +139,9 @@ _ONE_DAY = re.compile(r"\b(?:since|started|starting|began|beginning|begun)\s+(?:
                       r"(?:yesterday|this\s+morning|last\s+night|earlier\s+today|today|overnight)\b|"
                       r"\bwoke\s+up\s+(?:this\s+morning\s+|today\s+)?with\b", re.I)
 _CLAUSE_END = re.compile(r"[.;:!?\n]")
+# a complaint the text adds beside the presenting one ("She also says she has suffered from mild constipation for the
+# past few years"): long-standing, it is the background of this illness, not its course
+_ADDED = re.compile(r"\b(?:also|additionally|in\s+addition|as\s+well|besides)\b", re.I)
 _AGO = re.compile(r"\bago\b", re.I)
 _ONSET = re.compile(r"\b(?:began|begun|begin|beginning|start\w*|onset|develop\w*|noticed|first|appeared|came\s+on|"
                     r"since)\b", re.I)
@@ -151,7 +154,9 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
     job, a journey or a past event ("smoked for 30 years", "at 32 weeks' gestation", "diagnosed 5 years ago"), or
     when the entity right after it (within 12 characters, in its clause) is a disease ("a 10-year history of
     hypertension": the hypertension is history, the 10 years are not this illness's). "N years ago" dates an
-    event, not an illness, unless its clause says something began then ("the cough began 3 weeks ago")."""
+    event, not an illness, unless its clause says something began then ("the cough began 3 weeks ago"). A duration of
+    ``CHRONIC_DAYS`` or more in a clause that adds a complaint beside the presenting one ("she also says she has
+    suffered from mild constipation for the past few years") is its background, not this illness's course."""
     kept: list[float] = []
     for d in durations:
         if d.start < 0:
@@ -162,6 +167,8 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
         near = text[max(lo, d.start - 25):min(hi, d.end + 15)]
         if _NOT_ILLNESS.search(near):
             continue
+        if d.days >= CHRONIC_DAYS and _ADDED.search(text, lo, hi):
+            continue     # a long-standing complaint added beside the presenting one is background
         if _AGO.search(d.text) and not _ONSET.search(text, lo, hi):
             continue     # "a hysterectomy 16 years ago" dates an event; "the cough began 3 weeks ago" an illness
         after = [e for e in (entities or ()) if d.end <= getattr(e, "start", -1) < min(hi, d.end + 12)

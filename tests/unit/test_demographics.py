@@ -68,6 +68,13 @@ def test_durations(text, expected):
     ("The cough began 3 months ago.", "chronic"),                                       # an illness's onset
     ("He has had a cough for 3 weeks.", None),                                          # in between
     ("I have a persistent cough and feel tired.", None),                                 # no duration said
+    # a long-standing complaint added beside the presenting one is its background ...
+    ("She has left lower quadrant pain. She also says she has suffered from constipation for the past few years.",
+     None),
+    ("Fever for 2 days. In addition, he has had back pain for 10 years.", "acute"),
+    # ... a short one added is part of this illness, and a long one not marked as added is its course
+    ("Cough for 3 months. She also has had a fever for 2 days.", "chronic"),
+    ("She has suffered from constipation for the past few years.", "chronic"),
 ])
 def test_the_course_of_the_illness_reads_how_long_its_complaints_have_lasted(text, course):
     assert illness_course(text, find_durations(text)) == course
