@@ -735,7 +735,8 @@ class HKI:
                     opposite_mu: float | None = None, drop_broader: bool | None = None,
                     source_agreement: float | None = None):
         """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength``, the curated cardinal
-        findings ``cardinal_strength`` and opposite findings ``opposite_mu`` (None: the ranker's own; 0: left out,
+        findings ``cardinal_strength`` and opposite findings ``opposite_mu``, combining several sources of one finding
+        with ``source_agreement`` (None: the ranker's own; 0 for the first three: left out,
         the ``no-mined``, ``no-cardinal`` and ``no-opposites`` ablations), or leaving out the findings broader than
         another present one (``drop_broader``; None: the ranker's own); copies are built once per combination and
         kept (they share the ranker's index)."""

@@ -103,6 +103,8 @@ _ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|Dr|St)\.|\b[
 MAX_DESCENDANTS = 100
 # a question heading that lost its question mark ("What are the signs and symptoms of Ataxia")
 _QUESTION_HEADING = re.compile(r"^(?:what|how|who|why|which|is|are|can|do|does)\b[^.!;:]{0,150}$", re.I)
+
+
 def _singular(name: str) -> str:
     """``name`` with its last word in the singular ("Diabetic Neuropathies" -> "Diabetic Neuropathy")."""
     head, _, last = name.strip().rpartition(" ")
@@ -220,7 +222,6 @@ class Miner:
         hit = self._links.get(key)
         if hit is not None:
             return hit
-        found: dict[str, str] = {}
         if _GUIDE_PAGE.search(doc.focus or ""):
             self._links[key] = []
             return []
@@ -239,6 +240,7 @@ class Miner:
                 d, _ = self._do_of(c.id)
                 if d not in named and self.descendants(d) <= MAX_DESCENDANTS:
                     named.append(d)
+        found: dict[str, str]
         linked = {**further, **primary}
         # the page's CUIs name its own disease (the focus CUI is sometimes a broader one: "Purpura" on the
         # "Thrombotic Thrombocytopenic Purpura" page): those, and the narrower diseases of its CUIs
