@@ -143,6 +143,7 @@ _CLAUSE_END = re.compile(r"[.;:!?\n]")
 # past few years"): long-standing, it is the background of this illness, not its course
 _ADDED = re.compile(r"\b(?:also|additionally|in\s+addition|as\s+well|besides)\b", re.I)
 _AGO = re.compile(r"\bago\b", re.I)
+_DISEASE_FOR = re.compile(r"\s*(?:,\s*)?(?:for|since|of)\b", re.I)   # "diabetes for 15 years" (the span starts at "for")
 _ONSET = re.compile(r"\b(?:began|begun|begin|beginning|start\w*|onset|develop\w*|noticed|first|appeared|came\s+on|"
                     r"since)\b", re.I)
 
@@ -153,7 +154,8 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
     words beside it in its clause (up to 25 characters before, 15 after) date a habit, a medicine, a pregnancy, a
     job, a journey or a past event ("smoked for 30 years", "at 32 weeks' gestation", "diagnosed 5 years ago"), or
     when the entity right after it (within 12 characters, in its clause) is a disease ("a 10-year history of
-    hypertension": the hypertension is history, the 10 years are not this illness's). "N years ago" dates an
+    hypertension": the hypertension is history, the 10 years are not this illness's), and so when a disease ends
+    just before it, joined by "for", "since" or "of" ("type 2 diabetes for 15 years"). "N years ago" dates an
     event, not an illness, unless its clause says something began then ("the cough began 3 weeks ago"). A duration of
     ``CHRONIC_DAYS`` or more in a clause that adds a complaint beside the presenting one ("she also says she has
     suffered from mild constipation for the past few years") is its background, not this illness's course."""
@@ -175,6 +177,14 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
                  and getattr(e, "category", "") != "demographic"]
         if after and min(after, key=lambda e: e.start).category == "disease":
             continue
+        # "type 2 diabetes for 15 years": a disease just before "for"/"since" and the duration is its history
+        before = [e for e in (entities or ()) if max(lo, d.start - 12) <= getattr(e, "end", -1) <= d.start
+                  and getattr(e, "category", "") != "demographic"]
+        if before:
+            last = max(before, key=lambda e: e.end)
+            if last.category == "disease" and not text[last.end:d.start].strip(" ,") and \
+                    _DISEASE_FOR.match(text, last.end, d.end):
+                continue
         kept.append(d.days)
     if _ONE_DAY.search(text):
         kept.append(1.0)

@@ -91,3 +91,13 @@ def test_a_duration_that_dates_a_disease_of_the_history_is_not_the_illness():
     ents = [Entity(text="chest infections", category="disease", start=text.index("chest infections"),
                    end=text.index("chest infections") + 16)]
     assert illness_course(text, find_durations(text), ents) == "chronic"
+    # a disease just before "for": "type 2 diabetes for 15 years" dates the diabetes, not the fever of 3 days
+    text = "A 62-year-old woman with type 2 diabetes for 15 years presents with 3 days of fever and flank pain."
+    ents = [Entity(text=w, category=c, start=text.index(w), end=text.index(w) + len(w))
+            for w, c in (("type 2 diabetes", "disease"), ("fever", "symptom"), ("flank pain", "symptom"))]
+    assert illness_course(text, find_durations(text), ents) == "acute"
+    # ... while a symptom there is this illness: "a cough for 3 months"
+    text = "A 62-year-old woman with a cough for 3 months presents with 3 days of fever."
+    ents = [Entity(text=w, category="symptom", start=text.index(w), end=text.index(w) + len(w))
+            for w in ("cough", "fever")]
+    assert illness_course(text, find_durations(text), ents) == "chronic"
