@@ -274,19 +274,7 @@ class Miner:
     def _narrower_or_same(self, d: str, p: str) -> bool:
         """``d`` is ``p``, equivalent to it or below it in the is_a hierarchy."""
         target = {p, *self.equivalents(p)}
-        if d in target:
-            return True
-        g = self.kg.graph
-        seen = {d}
-        stack = [d]
-        while stack:
-            for _, v, rel in g.out_edges(stack.pop(), keys=True):
-                if rel == "is_a" and v not in seen:
-                    if v in target:
-                        return True
-                    seen.add(v)
-                    stack.append(v)
-        return False
+        return d in target or not target.isdisjoint(self.kg.ancestors(d))
 
     # ---- sentences -------------------------------------------------------------------------------------------
     @staticmethod
