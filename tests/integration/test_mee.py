@@ -194,6 +194,18 @@ def test_words_that_are_no_finding_where_they_stand(mee):
         {e.concept_name for e in ex.entities} >= {"pain", "pallor"}, ex.entities
 
 
+def test_a_movement_after_a_pain_is_not_one_of_its_sites(mee):
+    """"Soreness in the neck when turning the head" is neck pain; the head is what turns, not a second site of the
+    pain (a headache); a list of sites still gives each of them."""
+    ex = mee.extract("She has soreness in the neck when turning the head.")
+    names = {e.concept_name for e in ex.entities}
+    assert "neck pain" in names and "headache" not in names, ex.entities
+    ex = mee.extract("He has pain in the neck and the head.")
+    assert {"neck pain", "headache"} <= {e.concept_name for e in ex.entities}, ex.entities
+    ex = mee.extract("Pain (tender, cramping) in the left flank, radiating to the thoracic spine.")
+    assert "backache" in {e.concept_name for e in ex.entities}, ex.entities
+
+
 def test_family_history_section_and_dedupe(mee):
     text = "Cough and fever. Cough worse at night. Family history: diabetes mellitus."
     ex = mee.extract(text)
