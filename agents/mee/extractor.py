@@ -77,8 +77,9 @@ log = logging.getLogger(__name__)
 
 # Adjectives that "non-" denies ("non-pruritic", "nonbloody", "non-tender"): the names the vocabulary gives with
 # "non-" ("non-pitting edema", "non-fluent aphasia", "non-Hodgkin lymphoma") are not among them, and neither is
-# "blanching" ("a non-blanching rash" is petechiae, a lay-table row)
-_NON_PREFIXED = re.compile(r"\bnon-?\s?(?:pruritic|itchy|bloody|bilious|painful|tender|productive|radiating|"
+# "blanching" ("a non-blanching rash" is petechiae, a lay-table row), and neither is "productive" (a nonproductive
+# cough is a dry cough: the vocabulary's term and a lay-table row)
+_NON_PREFIXED = re.compile(r"\bnon-?\s?(?:pruritic|itchy|bloody|bilious|painful|tender|radiating|"
                            r"exertional|purulent|foul[\s-]smelling)\b", re.IGNORECASE)
 
 _DRUG_SUFFIX = re.compile(

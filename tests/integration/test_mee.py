@@ -206,6 +206,18 @@ def test_a_movement_after_a_pain_is_not_one_of_its_sites(mee):
     assert "backache" in {e.concept_name for e in ex.entities}, ex.entities
 
 
+def test_a_nonproductive_cough_is_a_dry_cough(mee):
+    """"Nonproductive" is no denied adjective: the cough it describes is a dry cough, never a wet one; a denied
+    productive cough is still read as negated."""
+    for text in ("She has had a nonproductive cough for two weeks.", "A non-productive cough and fever.",
+                 "The cough is non-productive."):
+        ex = mee.extract(text)
+        names = {e.concept_name for e in ex.entities if not e.negated}
+        assert "dry cough" in names and "wet cough" not in names, (text, ex.entities)
+    ex = mee.extract("No productive cough.")
+    assert {e.concept_name for e in ex.entities if e.negated} >= {"wet cough"}, ex.entities
+
+
 def test_family_history_section_and_dedupe(mee):
     text = "Cough and fever. Cough worse at night. Family history: diabetes mellitus."
     ex = mee.extract(text)
