@@ -609,7 +609,8 @@ def _context_flags(ent) -> dict[str, bool]:
 
 # Words that are no finding of the patient where they stand: the stimulus of a coma-scale response ("eyes opening
 # to pain", "withdraws from pain"), a drug's purpose ("for pain control") and the colour of an organ seen at
-# fundoscopy ("a pale, white retina" is no pallor of the skin; "pale optic disc" is its own finding, read as one)
+# fundoscopy ("a pale, white retina" is no pallor of the skin; "pale optic disc" is its own finding, read as one) or
+# of a lesion
 _MISREADS: tuple[tuple[frozenset[str], re.Pattern | None, re.Pattern | None], ...] = (
     (frozenset({"pain", "painful stimuli", "painful stimulus"}),
      re.compile(r"\b(?:open(?:s|ing)?|respon(?:ds?|ding|sive)|react(?:s|ing)?|withdraw(?:s|ing|al)?|"
@@ -618,6 +619,10 @@ _MISREADS: tuple[tuple[frozenset[str], re.Pattern | None, re.Pattern | None], ..
      re.compile(r"^\s+(?:control|relief|management|medications?|medicines?|killers?|relievers?)\b", re.I)),
     (frozenset({"pale", "pallor"}), None,
      re.compile(r"^\s*,?\s*(?:(?:and\s+)?white\s*,?\s+)?(?:retina|retinal|fundus|fundi)\b", re.I)),
+    # the colour of a lesion in its description ("skin lesions (pale, larger than 1 cm)", "a rash (red, pale)")
+    (frozenset({"pale"}),
+     re.compile(r"\b(?:lesions?|rash(?:es)?|spots?|patch(?:es)?|macules?|papules?|plaques?|sores?)\s*\(\s*"
+                r"(?:[\w -]+,\s*)*$", re.I), None),
 )
 
 

@@ -218,6 +218,16 @@ def test_a_nonproductive_cough_is_a_dry_cough(mee):
     assert {e.concept_name for e in ex.entities if e.negated} >= {"wet cough"}, ex.entities
 
 
+def test_a_lesions_colour_is_no_pallor_and_the_mouth_no_skin(mee):
+    """"Pale" in a lesion's description is its colour, not the patient's pallor; lesions on the gum and inside the
+    cheek are a finding of the oral mucosa; a pale patient is still pale."""
+    ex = mee.extract("Skin lesions (pale, larger than 1 cm) on the lower gum and the inside of the right cheek.")
+    names = {e.concept_name for e in ex.entities}
+    assert "pallor" not in names and "Abnormal oral mucosa morphology" in names, ex.entities
+    ex = mee.extract("She looks pale and tired.")
+    assert "pallor" in {e.concept_name for e in ex.entities}, ex.entities
+
+
 def test_family_history_section_and_dedupe(mee):
     text = "Cough and fever. Cough worse at night. Family history: diabetes mellitus."
     ex = mee.extract(text)
