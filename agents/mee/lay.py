@@ -56,6 +56,9 @@ _WEAK_BEFORE = re.compile(r"\b(?:weak(?:ness|er)?|droop\w*|ptosis|eyelids?|doubl
 _NEEDS_BEFORE = {"region": _PAIN_BEFORE, "worsening": _WEAK_BEFORE}
 
 _I = re.IGNORECASE
+# a word leading up to a place named after a pain ("the top of the head", "the thoracic spine"): any word but an -ing
+# verb, so "soreness in the neck when turning the head" does not make the head a site of the pain
+_LEAD_UP = r"(?:(?![\w-]*ing\s)[\w-]+\s+)"
 # the text before a body part that a pain radiates to: a word for pain (or pressure), a verb of radiation, a
 # preposition and, for the later places of a list ("to the left arm, neck and jaw"), the places named before it
 _RADIATES_TO = re.compile(
@@ -64,7 +67,7 @@ _RADIATES_TO = re.compile(
     r"mov(?:es|ed|ing)|refer(?:s|red))\s+(?:\w+\s+){0,2}?(?:to|into|towards?|down|through(?:\s+to)?|up(?:\s+to)?|"
     r"across)\s+(?:(?:the|his|her|my|their|both|either)\s+)?"
     r"(?:(?:[\w-]+\s+){0,2}?[\w-]+(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
-    r"(?:(?:the|his|her|my|their|both)\s+)?){0,3}(?:(?![\w-]*ing\s)[\w-]+\s+){0,2}$", re.I)
+    r"(?:(?:the|his|her|my|their|both)\s+)?){0,3}" + _LEAD_UP + "{0,2}$", re.I)
 # the text before a body part that is one of the sites of a pain: a word for pain, its qualities in brackets, a
 # preposition and, for the later sites of a list ("pain (sharp) in the forehead, the left cheek and the right
 # temple"), the sites named before it; a few words may lead up to the part ("the top of the head", "the right and
@@ -73,7 +76,7 @@ _PAIN_IN = re.compile(
     rf"\b(?:{_PAIN_WORDS}|soreness)\b(?:\s*\([^()]{{0,100}}\))?\s+(?:in|on|around|at|behind|over)\s+"
     r"(?:(?:the|his|her|my|their|both|either)\s+)?"
     r"(?:(?:[\w-]+\s+){0,5}?[\w-]+(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)"
-    r"(?:(?:the|his|her|my|their|both)\s+)?){0,6}(?:(?![\w-]*ing\s)[\w-]+\s+){0,5}$", re.I)
+    r"(?:(?:the|his|her|my|their|both)\s+)?){0,6}" + _LEAD_UP + "{0,5}$", re.I)
 # a skin lesion's description: descriptive words (those of the lesion rows and these) ending in a lesion noun
 _LESION_NOUN = (r"papules?|plaques?|patch(?:es)?|macules?|nodules?|lesions?|rash(?:es)?|eruptions?|vesicles?|bullae|"
                 r"blisters?|pustules?|ulcers?|ulcerations?|growths?|scales?|spots?|bumps?|moles?|wheals?|welts?|"
