@@ -61,6 +61,8 @@ class RetrievalParams:
     site_k: int = 10                   # diseases the site ranking offers
     use_signs: bool = True             # the diseases classic signs point to (agents/signs.py) as a ranking
     sign_weight: float = 2.0           # its weight in the rank fusion (KG ranking = 1; dev-chosen)
+    use_risk_factors: bool = True      # stated exposures raise the candidates they make likelier (risk_factors.py)
+    risk_factor_boost: float = 1.6     # the factor per unit of exposure weight (at most 2) on such a candidate
     # the language model's first choice stays first when a knowledge ranking (KG, text, page, sign or site) also
     # puts it within this rank and the evidence does not contradict it (0: it is fused like every candidate)
     model_first_support: int = 0
@@ -89,6 +91,8 @@ class RetrievalParams:
                    drop_broader=getattr(cfg, "drop_broader_findings", False),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
+                   use_risk_factors=getattr(cfg, "use_risk_factors", True),
+                   risk_factor_boost=getattr(cfg, "risk_factor_boost", 1.6),
                    model_first_support=getattr(cfg, "model_first_support", 0))
 
 
@@ -239,6 +243,27 @@ def sign_evidence(disease_id: str, disease_name: str, sign_id: str, sign: str, c
         license="Apache-2.0", concept_ids=[disease_id], meta=meta)
 
 
+RISK_RELATION = "has_risk_factor"
+RISK_SOURCE = "risk-factors"
+
+
+def risk_evidence(disease_id: str, disease_name: str, exposure_id: str, exposure: str, citation: str, score: float,
+                  query: str | None = None) -> Evidence:
+    """Evidence that a stated exposure makes a disease likelier, from the curated risk-factor table
+    (``agents/data/risk_factors.yaml``): "Injection drug use makes infective endocarditis likelier.", the table's
+    source named in the reference."""
+    from .knl import triple_sentence
+
+    meta = {"relation": RISK_RELATION, "subject_name": disease_name, "object_name": exposure, "source": RISK_SOURCE,
+            "citation": citation}
+    return Evidence(
+        id=f"G:{disease_id}|{RISK_RELATION}|{exposure_id}", role="G", kind="triple",
+        text=triple_sentence(disease_name, RISK_RELATION, exposure, meta), score=round(float(score), 4), query=query,
+        title=f"{disease_name} — risk factor — {exposure}",
+        source=f"risk-factor table (curated), after: {citation.rstrip('.')}",
+        license="Apache-2.0", concept_ids=[disease_id], meta=meta)
+
+
 def mined_evidence(t: Any, score: float, query: str | None = None) -> Evidence:
     """A mined edge as evidence: the MedQuAD sentence that states it (``text``), tied to the page (``doc_id``,
     ``url``, ``organisation``) and to its place in the answer (``span``, characters into the answer text, as the
@@ -347,7 +372,7 @@ def _license_for(src: str) -> str:
 
 class HKI:
     def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None, sites=None,
-                 signs=None):
+                 signs=None, risk_factors=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
@@ -357,6 +382,7 @@ class HKI:
         self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
         self.sites = sites               # agents.sites.PainSites (None: no site ranking)
         self.signs = signs               # agents.signs.ClassicSigns (None: no sign ranking)
+        self.risk_factors = risk_factors  # agents.risk_factors.RiskFactors (None: exposures not weighed)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -455,6 +481,9 @@ class HKI:
         course = extraction.course if extraction else None      # how long the complaints have lasted
         use_signs = self.signs is not None and p.use_signs and p.sign_weight > 0 and "G" in p.sources
         sign_hits = self.signs.rank(presentation) if use_signs else []
+        use_risk = (self.risk_factors is not None and p.use_risk_factors and p.risk_factor_boost > 1.0
+                    and "G" in p.sources)
+        risk_hits = self.risk_factors.diseases(presentation) if use_risk else {}
         fit: dict[str, float] = {}
         if ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
@@ -463,8 +492,12 @@ class HKI:
             ranked = ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
                                       also=[x.concept_id for x in proposals if x.concept_id] + site_pool
-                                      + [h.concept_id for h in sign_hits], regions=regions, course=course)
-            candidates, explained = ranked[:k_kg], {c.concept_id: c for c in ranked[k_kg:]}
+                                      + [h.concept_id for h in sign_hits] + list(risk_hits),
+                                 regions=regions, course=course)
+            # a disease a stated exposure makes likelier joins the candidates when it explains a finding (the
+            # exposure never proposes a disease alone)
+            candidates = ranked[:k_kg] + [c for c in ranked[k_kg:] if c.concept_id in risk_hits]
+            explained = {c.concept_id: c for c in ranked[k_kg:] if c.concept_id not in risk_hits}
             fit = {c.concept_id: c.score for c in ranked}
         # the diseases of the organs under a localised pain, those that explain the other findings first
         if site_pool:
@@ -492,7 +525,8 @@ class HKI:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained,
-                                    site_hits=site_hits, sign_hits=sign_hits, regions=regions, course=course)
+                                    site_hits=site_hits, sign_hits=sign_hits, regions=regions, course=course,
+                                    risk_hits=risk_hits)
         # what each candidate found by text alone explains of the findings: the confidence compares it, and the
         # prior's evidence features read it
         if candidates and extraction is not None and hasattr(ranker, "explained"):
@@ -530,6 +564,9 @@ class HKI:
                 if hit is not None and "sign" in c.ranks:   # the stated signs that name it, from the curated table
                     for sid, sign, cit in zip(hit.ids, hit.signs, hit.citations):
                         add(sign_evidence(c.concept_id, c.name, sid, sign, cit, rel, query=c.name), must_keep=keep)
+                for m in risk_hits.get(c.concept_id, ())[:2]:   # the stated exposures that make it likelier
+                    add(risk_evidence(c.concept_id, c.name, m.spec.id, m.spec.exposure, m.spec.citation, rel,
+                                      query=c.name), must_keep=keep)
                 if concept is not None:
                     add(concept_evidence(concept, rel * cfg.concept_scale, query=c.name), must_keep=keep)
             self._candidate_chunks(candidates[: p.differential_k], qterms, p, add)
@@ -608,14 +645,16 @@ class HKI:
               proposals: list[ProposedDiagnosis] | None = None,
               explained: dict[str, Candidate] | None = None, site_hits: list | None = None,
               sign_hits: list | None = None, regions: Sequence[str] = (),
-              course: str | None = None) -> list[Candidate]:
+              course: str | None = None, risk_hits: dict | None = None) -> list[Candidate]:
         """Reciprocal-rank fusion of up to six rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
         them) matches the presentation best (BM25), the diseases of the organs under a localised pain
         (:mod:`agents.sites`), the diseases classic signs point to (:mod:`agents.signs`), and the language model's
         proposal when there is one: score = 1/(k + rank_kg) + w_text/(k + rank_text) + w_page/(k + rank_page)
         + w_site/(k + rank_site) + w_sign/(k + rank_sign) + w_model/(k + rank_model).
-        A disease the rankings agree on rises; one found only by text or only by the model can enter. A proposed
+        A disease the rankings agree on rises; one found only by text or only by the model can enter. A disease a
+        stated exposure makes likelier (``risk_hits``: disease id -> the exposures' mentions) has its fused score
+        multiplied by ``p.risk_factor_boost`` to the power of the exposures' weights (at most 2). A proposed
         disease that expects findings the patient does not have is demoted (the reason is kept)."""
         page_rank = page_rank or {}
         site_rank = {h.concept_id: h.rank for h in site_hits or []}
@@ -640,7 +679,18 @@ class HKI:
             did = x.concept_id or f"model:{x.name.lower()}"
             if did not in model_of:
                 (alt_rank if x.alternative else model_rank)[did], model_of[did] = x.rank, x
-        if not votes and not page_rank and not model_of and not site_rank and not sign_rank:
+        risk_hits = risk_hits or {}
+
+        def risk(did: str) -> tuple[float, list[str]]:
+            """(factor, reason) of the stated exposures that make ``did`` likelier."""
+            found = risk_hits.get(did) or []
+            if not found:
+                return 1.0, []
+            words = "; ".join(f'"{m.text}" ({m.spec.exposure})' for m in found[:2])
+            weight = min(2.0, sum(m.spec.weight for m in found))
+            return p.risk_factor_boost ** weight, [f"the patient's history makes it likelier: {words}"]
+
+        if not votes and not page_rank and not model_of and not site_rank and not sign_rank and not risk_hits:
             return [c.model_copy(update={"origins": ["kg"], "ranks": {"kg": i + 1}, "knowledge_score": c.score})
                     for i, c in enumerate(candidates)]
 
@@ -676,8 +726,10 @@ class HKI:
             out = {"knowledge_score": round(knowledge.get(did, 0.0), 4), "model_reason": x.reason if x else ""}
             signs = [t for t in sign_ids.get(did, ()) if t not in (supporting or [])]
             site = [t for t in (site_triple.get(did),) if t and t not in (supporting or [])]
-            if signs or site:   # the signs that name it (first: the most specific reason) and where it is (its
-                out["supporting"] = [*signs, *(supporting or []), *site]   # located_in edge), citable
+            risks = [f"{did}|{RISK_RELATION}|{m.spec.id}" for m in risk_hits.get(did, ())[:2]]
+            if signs or site or risks:   # the signs that name it (first: the most specific reason), the exposures
+                # that make it likelier and where it is (its located_in edge), citable
+                out["supporting"] = [*signs, *risks, *(supporting or []), *site]
             return out
 
         fused: list[Candidate] = []
@@ -686,6 +738,8 @@ class HKI:
             score, why, origins, ranks = parts(c.concept_id)
             # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
             score *= demographic_factor(c.name, age, sex, rcfg, **self._fit_facts(c.concept_id, regions, course))
+            boost, because = risk(c.concept_id)
+            score, why = score * boost, why + because
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
                                               "explanation": c.explanation + (f"; {'; '.join(why)}" if why else ""),
                                               **extra(c.concept_id, ranks, c.supporting)}))
@@ -706,6 +760,8 @@ class HKI:
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
                                         **self._fit_facts(did, regions, course))
+            boost, because = risk(did)
+            factor, why = factor * boost, why + because
             known = explained.get(did)
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={

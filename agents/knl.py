@@ -29,6 +29,7 @@ _REL = {
     "located_in": "{s} affects the {o}",
     "xref": "{s} is the same concept as {o}",
     "has_classic_sign": "a classic sign of {s}: {o}",
+    "has_risk_factor": "{o} makes {s} likelier",
 }
 
 

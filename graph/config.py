@@ -36,6 +36,10 @@ class PipelineConfig(BaseModel):
     # its weight in the rank fusion (KG ranking = 1); 2 chosen on the dev halves among 1, 2, 3 (MedQA top-1 12.5 -> 19.6,
     # the other datasets unchanged; 3 = 2)
     sign_weight: float = Field(2.0, ge=0.0, le=10.0)
+    use_risk_factors: bool = True     # stated exposures raise the candidates they make likelier (risk_factors.py)
+    # the factor per unit of exposure weight (at most 2) on a fitting candidate's fused score (1: none; 1.6 chosen on
+    # the dev halves among 1.3 and 1.6)
+    risk_factor_boost: float = Field(1.6, ge=1.0, le=5.0)
     sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
     top_k_per_source: int = Field(5, ge=1, le=50)
     chunk_k: int = Field(8, ge=0, le=100)          # hybrid chunk search with the whole presentation

@@ -85,7 +85,14 @@ class Resources:
         from agents.hki import HKI  # noqa: PLC0415
 
         return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior, sites=self.sites,
-                   signs=self.signs)
+                   signs=self.signs, risk_factors=self.risk_factors)
+
+    @cached_property
+    def risk_factors(self):
+        """The exposures and risk factors (``agents/data/risk_factors.yaml``) resolved against the knowledge graph."""
+        from agents.risk_factors import RiskFactors  # noqa: PLC0415
+
+        return RiskFactors.from_kg(self.kg)
 
     @cached_property
     def signs(self):

@@ -15,7 +15,8 @@ Modifiers (pipeline): ``no-mee``, ``no-knl``, ``no-krg``, ``no-verifier`` (the p
 order), ``no-mined`` (the ranker without the disease -> finding edges mined from MedQuAD), ``no-sites`` (no ranking of
 the diseases of the organs under a localised pain), ``no-signs`` (no ranking of the diseases
 classic signs point to), ``no-cardinal`` (the ranker without the curated cardinal findings of common diseases),
-``no-opposites`` (a present finding no longer argues against a disease expecting its opposite), ``no-llm`` (the
+``no-opposites`` (a present finding no longer argues against a disease expecting its opposite), ``no-risk-factors``
+(stated exposures no longer raise the candidates they make likelier), ``no-llm`` (the
 deterministic pipeline even when an LLM is configured), ``cap=N`` (input length cap, tokens), ``src=G|B|O|GB|...``
 (knowledge sources), and any :class:`graph.config.PipelineConfig` field as ``field=value``
 (``differential_k=10``; a list setting joins its items with "+": ``llm_agents=propose+generate``, ``none`` for
@@ -35,10 +36,11 @@ _FLAGS = {"no-mee": ("use_mee", False), "no-knl": ("use_knl", False), "no-krg": 
           "no-verifier": ("use_verifier", False), "no-pages": ("use_pages", False),
           "no-prior": ("use_prior", False), "no-mined": ("use_mined_edges", False),
           "no-sites": ("use_sites", False), "no-signs": ("use_signs", False),
-          "no-cardinal": ("use_cardinal", False), "no-opposites": ("use_opposites", False)}
+          "no-cardinal": ("use_cardinal", False), "no-opposites": ("use_opposites", False),
+          "no-risk-factors": ("use_risk_factors", False)}
 ABLATIONS = ("pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier", "pipeline:no-pages",
              "pipeline:no-prior", "pipeline:no-mined", "pipeline:no-sites",
-             "pipeline:no-signs", "pipeline:no-cardinal", "pipeline:no-opposites")
+             "pipeline:no-signs", "pipeline:no-cardinal", "pipeline:no-opposites", "pipeline:no-risk-factors")
 INPUT_CAPS = ("pipeline:cap=2048", "pipeline:cap=1024")
 SOURCE_SUBSETS = ("pipeline:src=G", "pipeline:src=BO")
 

@@ -21,6 +21,7 @@ from clinicalrag.bench.systems import SpecError, expand, parse_system
     ("pipeline:mined_strength=0.3", "pipeline", {"mined_strength": 0.3}, True),
     ("pipeline:no-sites", "pipeline", {"use_sites": False}, True),
     ("pipeline:no-signs", "pipeline", {"use_signs": False}, True),
+    ("pipeline:no-risk-factors", "pipeline", {"use_risk_factors": False}, True),
     ("pipeline:site_weight=1", "pipeline", {"site_weight": 1.0}, True),
     ("pipeline:prior_weight=0.5", "pipeline", {"prior_weight": 0.5}, True),
 ])
@@ -65,7 +66,7 @@ def test_groups_expand_in_order_without_duplicates():
     assert expand(["pipeline", "ablations", "pipeline:no-mee", "caps"]) == [
         "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
         "pipeline:no-pages", "pipeline:no-prior", "pipeline:no-mined", "pipeline:no-sites", "pipeline:no-signs",
-        "pipeline:no-cardinal", "pipeline:no-opposites",
+        "pipeline:no-cardinal", "pipeline:no-opposites", "pipeline:no-risk-factors",
         "pipeline:cap=2048", "pipeline:cap=1024"]
 
 

@@ -1,0 +1,143 @@
+"""Exposures and risk factors read from the history: what raises a fitting disease in the differential.
+
+"Unprotected sex four weeks ago" makes acute HIV infection likelier when the findings already fit it; "injects heroin"
+does the same for infective endocarditis, "started haloperidol" for an acute dystonia. The curated table
+``agents/data/risk_factors.yaml`` (each exposure with its patterns, diseases and source; reviewable) is read here:
+:meth:`RiskFactors.find` gives the exposures a presentation states and does not deny (nor gives to a relative),
+:meth:`RiskFactors.diseases` which diseases they point to. HKI multiplies the fused score of a candidate the findings
+put forward by ``RetrievalParams.risk_factor_boost`` to the power of the exposures' weights (at most 2), never adds a
+disease on their strength alone, and names the exposure in the candidate's reasons (the ``no-risk-factors`` ablation
+leaves it out).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .curated import NamedConcept, clean_text, concept_problem, read_curated
+
+log = logging.getLogger(__name__)
+
+DATA_FILE = Path(__file__).resolve().parent / "data" / "risk_factors.yaml"
+
+# a denial earlier in the clause: "denies smoking", "no history of intravenous drug use", "never smoked",
+# "does not drink", "a non-smoker"; "but", "however" end its reach ("never smoked but drinks heavily")
+_DENIED_BEFORE = re.compile(
+    r"(?:\b(?:no|not|never|without|denies|denied|denying|negative\s+for|free\s+of|nor|quit\s+drinking|abstains?"
+    r"|abstinent|stopped\s+drinking)\b(?:(?!\b(?:but|however|although|though|yet|and\s+(?:has|is|was|reports|admits|"
+    r"uses|drinks|smokes))\b)[^.;:!?\n]){0,50}|\bnon-?)\Z", re.I)
+# the exposure is a relative's or someone else's ("her father smokes", "family history of alcoholism")
+_SOMEONE_ELSE = re.compile(
+    r"\b(?:father|mother|parents?|brother|sister|siblings?|sons?|daughters?|husband|wife|roommates?|grand\w+|"
+    r"uncle|aunt|cousin|family\s+history|friends?|coworkers?|colleagues?)\b[^.;:!?\n]{0,40}\Z", re.I)
+
+
+class RiskFactorsError(ValueError):
+    """The risk-factor file cannot be read or does not follow the format."""
+
+
+class ExposureSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    exposure: str
+    patterns: list[str] = Field(min_length=1)
+    diseases: list[NamedConcept] = Field(min_length=1)
+    citation: str
+    # how much the exposure weighs beside the others: 1 a specific one few patients share (unprotected sex, injection
+    # drug use), less for one most patients of a clinic share and that fits many presentations (smoking)
+    weight: float = Field(1.0, gt=0.0, le=1.0)
+
+    _clean = field_validator("exposure", "citation")(classmethod(lambda cls, v: clean_text(v)))
+
+
+class RiskFactorFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    exposures: list[ExposureSpec] = Field(min_length=1)
+
+
+def load_risk_factors(path: str | Path | None = None) -> list[ExposureSpec]:
+    """The exposures of the file (default: the packaged ``data/risk_factors.yaml``), checked against the format: ids
+    unique, every pattern compiles."""
+    p = Path(path) if path is not None else DATA_FILE
+    specs = read_curated(p, RiskFactorFile, "risk factors", RiskFactorsError,
+                         lambda f: [s.id for s in f.exposures]).exposures
+    for s in specs:
+        for pat in s.patterns:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise RiskFactorsError(f"risk factors: {s.id}: the pattern {pat!r} does not compile: {exc}") from exc
+    return specs
+
+
+@dataclass(frozen=True)
+class ExposureMention:
+    """An exposure the presentation states: which, where, in which words."""
+
+    spec: ExposureSpec
+    start: int
+    end: int
+    text: str
+
+
+class RiskFactors:
+    """The exposure table resolved against one knowledge graph. ``problems`` lists what does not check out (a disease
+    id missing from the graph, or named otherwise there); the data test fails on any of them. A disease whose id does
+    not check out is left out at run time. The table lists a disease's subtypes where they share its risk factor (the
+    graph's subtypes include inherited forms that do not: the dystonias under dystonia)."""
+
+    def __init__(self, specs: Sequence[ExposureSpec], kg: Any = None):
+        self.specs = list(specs)
+        self.problems: list[str] = []
+        self._patterns = [(s, re.compile(r"\b(?:" + "|".join(f"(?:{p})" for p in s.patterns) + r")", re.I))
+                          for s in self.specs]
+        self._diseases: dict[str, list[str]] = {}
+        for s in self.specs:
+            ok = []
+            for d in s.diseases:
+                problem = concept_problem(kg, d, f"exposure {s.id}") if kg is not None else None
+                if problem:
+                    self.problems.append(problem)
+                if kg is None or kg.concept(d.id) is not None:
+                    ok.append(d.id)
+            self._diseases[s.id] = ok
+
+    @classmethod
+    def from_kg(cls, kg: Any, path: str | Path | None = None) -> RiskFactors:
+        table = cls(load_risk_factors(path), kg)
+        for p in table.problems:
+            log.warning("risk factors: %s", p)
+        return table
+
+    def find(self, text: str) -> list[ExposureMention]:
+        """The exposures ``text`` states for the patient and does not deny, in order of mention (the first
+        affirmed mention of each)."""
+        text = text or ""
+        out: list[ExposureMention] = []
+        for spec, pat in self._patterns:
+            for m in pat.finditer(text):
+                if m.end() <= m.start():
+                    continue
+                before = text[max(0, m.start() - 80): m.start()]
+                if _DENIED_BEFORE.search(before) or _SOMEONE_ELSE.search(before):
+                    continue
+                out.append(ExposureMention(spec, m.start(), m.end(), m.group(0)))
+                break
+        return sorted(out, key=lambda x: x.start)
+
+    def diseases(self, text: str) -> dict[str, list[ExposureMention]]:
+        """Disease id -> the stated exposures that make it likelier (in order of mention)."""
+        out: dict[str, list[ExposureMention]] = {}
+        for m in self.find(text):
+            for did in self._diseases.get(m.spec.id, []):
+                out.setdefault(did, []).append(m)
+        return out

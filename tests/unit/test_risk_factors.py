@@ -1,0 +1,72 @@
+"""The exposure and risk-factor table (agents/risk_factors.py) without the knowledge graph: the file's format, what
+counts as a stated exposure (denials, a relative's habits), and which diseases the exposures point to."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from agents.risk_factors import RiskFactors, RiskFactorsError, load_risk_factors
+
+
+@pytest.fixture(scope="module")
+def table() -> RiskFactors:
+    return RiskFactors(load_risk_factors())
+
+
+def test_the_table_is_well_formed(tmp_path):
+    specs = load_risk_factors()
+    assert len(specs) >= 15
+    assert len({s.id for s in specs}) == len(specs)
+    for s in specs:
+        assert re.search(r"\b(19|20)\d\d\b", s.citation), f"{s.id}: a citation names its year"
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("version: 1\nexposures:\n" + "".join(
+        f"  - {{id: x, exposure: e, patterns: [a], diseases: [{{id: 'DOID:1', name: n}}], citation: c{i}}}\n"
+        for i in range(2)))
+    with pytest.raises(RiskFactorsError, match="used twice"):
+        load_risk_factors(dup)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nexposures:\n  - {id: x, exposure: e, patterns: ['(open'], "
+                   "diseases: [{id: 'DOID:1', name: n}], citation: c}\n")
+    with pytest.raises(RiskFactorsError, match="does not compile"):
+        load_risk_factors(bad)
+
+
+def _examples() -> list[tuple[str, str]]:
+    path = Path(__file__).parents[1] / "cases" / "risk_factor_examples.tsv"
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            text, expected = line.split("\t")
+            rows.append((text, expected))
+    return rows
+
+
+@pytest.mark.parametrize("text, expected", _examples())
+def test_the_example_sentences_of_the_table(table, text, expected):
+    got = [m.spec.id for m in table.find(text)]
+    if expected == "-":
+        assert got == [], got
+    else:
+        assert expected in got, got
+
+
+def test_every_exposure_has_an_example():
+    have = {e for _, e in _examples() if e != "-"}
+    assert {s.id for s in load_risk_factors()} <= have
+
+
+def test_a_denial_ends_at_but(table):
+    got = [m.spec.id for m in table.find("He never smoked but drinks 6 beers a day.")]
+    assert got == ["heavy-alcohol-use"], got
+
+
+def test_the_diseases_of_two_exposures_are_listed_with_both(table):
+    found = table.diseases("He smokes a pack a day and uses intravenous drugs.")
+    hiv = "DOID:526"
+    assert [m.spec.id for m in found[hiv]] == ["injection-drug-use"]
+    assert [m.spec.id for m in found["DOID:1324"]] == ["smoking"]               # lung cancer
+    assert "DOID:0060000" in found                                              # infective endocarditis
+    assert table.diseases("She denies smoking and drug use.") == {}
