@@ -99,6 +99,9 @@ _NOT_SKIN = re.compile(r"\b(?:dental|pleural|atherosclerotic|atheromatous|arteri
 _OWNER = r"(?:my|the|his|her|their|your|both|both\s+of\s+my)\s+"
 _SIDE = r"(?:(?:left|right|lower|upper|whole|entire|inner|outer|anterior|posterior|lateral|medial|front)\s+)?"
 _ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+bit|a\s+lot|more|too)\s+)"
+# the words that may stand between "swollen" and the part: "swollen, tender", "swollen and red", "swollen warm"
+_ALSO = (r"(?:\s*,\s*|\s+and\s+|\s+)(?:(?:tender|red|warm|hot|painful|erythematous|firm|tense|shiny)"
+         r"(?:\s*,\s*|\s+and\s+|\s+)){0,2}")
 _BE = r"(?:is|are|was|were|feels?|felt|has\s+been|have\s+been|gets?|got|became|become|looks?|seems?|seem)"
 
 
@@ -124,7 +127,7 @@ def expand(form: str, part: str) -> str:
     if form == "swelling":
         return "|".join((
             rf"\b(?:swelling|swollenness|puffiness|oedema|edema)\s+(?:in|of|on|around)\s+{_OWNER}{_SIDE}{p}\b",
-            rf"\b(?:swollen|puffy|bulging)\s+{_SIDE}{p}\b",
+            rf"\b(?:swollen|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a swollen, tender left calf"
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|(?:ha(?:ve|s|d)\s+)?swollen|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:swollen|puffy|bulging|swelling(?:\s+up)?))\b",
             rf"\b{p}\s+swelling\b",
