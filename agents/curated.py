@@ -3,7 +3,8 @@ written with its name, a text field that must say something, reading a YAML file
 errors that name the file, and the check that an id names the concept written beside it."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,3 +57,32 @@ def concept_problem(kg: Any, ref: NamedConcept, where: str) -> str | None:
     if normalise(c.name) != normalise(ref.name):
         return f"{where}: {ref.id} is named {c.name!r} in the knowledge graph, not {ref.name!r}"
     return None
+
+
+def check_patterns(rows: Iterable[tuple[str, Sequence[str]]], what: str, error: type[Exception]) -> None:
+    """``error`` ("<what>: <row id>: the pattern … does not compile") for the first pattern of the (row id,
+    patterns) pairs that is no regular expression."""
+    for rid, patterns in rows:
+        for pat in patterns:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise error(f"{what}: {rid}: the pattern {pat!r} does not compile: {exc}") from exc
+
+
+def union_pattern(patterns: Sequence[str]) -> re.Pattern:
+    """The patterns as one case-insensitive expression starting on a word boundary."""
+    return re.compile(r"\b(?:" + "|".join(f"(?:{p})" for p in patterns) + r")", re.I)
+
+
+def resolve_concepts(kg: Any, refs: Sequence[NamedConcept], where: str, problems: list[str]) -> list[str]:
+    """The ids of ``refs`` that ``kg`` holds (all of them without a graph); what does not check out is appended to
+    ``problems``."""
+    ok = []
+    for ref in refs:
+        problem = concept_problem(kg, ref, where) if kg is not None else None
+        if problem:
+            problems.append(problem)
+        if kg is None or kg.concept(ref.id) is not None:
+            ok.append(ref.id)
+    return ok

@@ -226,21 +226,28 @@ SIGN_RELATION = "has_classic_sign"
 SIGN_SOURCE = "classic-signs"
 
 
+def _table_evidence(disease_id: str, disease_name: str, relation: str, item_id: str, item: str, citation: str,
+                    score: float, query: str | None, what: str, table: str, source: str) -> Evidence:
+    """A row of a curated table as evidence about a disease (``relation``: how the row's ``item`` bears on it), its
+    sentence the relation's template, the table and its own source named in the reference."""
+    from .knl import triple_sentence
+
+    meta = {"relation": relation, "subject_name": disease_name, "object_name": item, "source": source,
+            "citation": citation}
+    return Evidence(
+        id=f"G:{disease_id}|{relation}|{item_id}", role="G", kind="triple",
+        text=triple_sentence(disease_name, relation, item, meta), score=round(float(score), 4), query=query,
+        title=f"{disease_name} — {what} — {item}", source=f"{table} (curated), after: {citation.rstrip('.')}",
+        license="Apache-2.0", concept_ids=[disease_id], meta=meta)
+
+
 def sign_evidence(disease_id: str, disease_name: str, sign_id: str, sign: str, citation: str, score: float,
                   query: str | None = None) -> Evidence:
     """Evidence that a stated sign points to a disease, from the curated classic-sign table
     (``agents/data/classic_signs.yaml``): "A classic sign of measles: Koplik spots.", the table's source named in the
     reference."""
-    from .knl import triple_sentence
-
-    meta = {"relation": SIGN_RELATION, "subject_name": disease_name, "object_name": sign, "source": SIGN_SOURCE,
-            "citation": citation}
-    return Evidence(
-        id=f"G:{disease_id}|{SIGN_RELATION}|{sign_id}", role="G", kind="triple",
-        text=triple_sentence(disease_name, SIGN_RELATION, sign, meta), score=round(float(score), 4), query=query,
-        title=f"{disease_name} — classic sign — {sign}",
-        source=f"classic-sign table (curated), after: {citation.rstrip('.')}",
-        license="Apache-2.0", concept_ids=[disease_id], meta=meta)
+    return _table_evidence(disease_id, disease_name, SIGN_RELATION, sign_id, sign, citation, score, query,
+                           "classic sign", "classic-sign table", SIGN_SOURCE)
 
 
 RISK_RELATION = "has_risk_factor"
@@ -252,16 +259,8 @@ def risk_evidence(disease_id: str, disease_name: str, exposure_id: str, exposure
     """Evidence that a stated exposure makes a disease likelier, from the curated risk-factor table
     (``agents/data/risk_factors.yaml``): "Injection drug use makes infective endocarditis likelier.", the table's
     source named in the reference."""
-    from .knl import triple_sentence
-
-    meta = {"relation": RISK_RELATION, "subject_name": disease_name, "object_name": exposure, "source": RISK_SOURCE,
-            "citation": citation}
-    return Evidence(
-        id=f"G:{disease_id}|{RISK_RELATION}|{exposure_id}", role="G", kind="triple",
-        text=triple_sentence(disease_name, RISK_RELATION, exposure, meta), score=round(float(score), 4), query=query,
-        title=f"{disease_name} — risk factor — {exposure}",
-        source=f"risk-factor table (curated), after: {citation.rstrip('.')}",
-        license="Apache-2.0", concept_ids=[disease_id], meta=meta)
+    return _table_evidence(disease_id, disease_name, RISK_RELATION, exposure_id, exposure, citation, score, query,
+                           "risk factor", "risk-factor table", RISK_SOURCE)
 
 
 def mined_evidence(t: Any, score: float, query: str | None = None) -> Evidence:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .curated import NamedConcept, clean_text, concept_problem, read_curated
+from .curated import NamedConcept, check_patterns, clean_text, read_curated, resolve_concepts, union_pattern
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +70,7 @@ def load_risk_factors(path: str | Path | None = None) -> list[ExposureSpec]:
     p = Path(path) if path is not None else DATA_FILE
     specs = read_curated(p, RiskFactorFile, "risk factors", RiskFactorsError,
                          lambda f: [s.id for s in f.exposures]).exposures
-    for s in specs:
-        for pat in s.patterns:
-            try:
-                re.compile(pat)
-            except re.error as exc:
-                raise RiskFactorsError(f"risk factors: {s.id}: the pattern {pat!r} does not compile: {exc}") from exc
+    check_patterns(((s.id, s.patterns) for s in specs), "risk factors", RiskFactorsError)
     return specs
 
 
@@ -98,18 +93,10 @@ class RiskFactors:
     def __init__(self, specs: Sequence[ExposureSpec], kg: Any = None):
         self.specs = list(specs)
         self.problems: list[str] = []
-        self._patterns = [(s, re.compile(r"\b(?:" + "|".join(f"(?:{p})" for p in s.patterns) + r")", re.I))
-                          for s in self.specs]
+        self._patterns = [(s, union_pattern(s.patterns)) for s in self.specs]
         self._diseases: dict[str, list[str]] = {}
         for s in self.specs:
-            ok = []
-            for d in s.diseases:
-                problem = concept_problem(kg, d, f"exposure {s.id}") if kg is not None else None
-                if problem:
-                    self.problems.append(problem)
-                if kg is None or kg.concept(d.id) is not None:
-                    ok.append(d.id)
-            self._diseases[s.id] = ok
+            self._diseases[s.id] = resolve_concepts(kg, s.diseases, f"exposure {s.id}", self.problems)
 
     @classmethod
     def from_kg(cls, kg: Any, path: str | Path | None = None) -> RiskFactors:

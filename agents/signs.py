@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .curated import NamedConcept, clean_text, concept_problem, read_curated
+from .curated import NamedConcept, check_patterns, clean_text, read_curated, resolve_concepts, union_pattern
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +69,7 @@ def load_signs(path: str | Path | None = None) -> list[SignSpec]:
     unique, every pattern compiles."""
     p = Path(path) if path is not None else DATA_FILE
     signs = read_curated(p, SignFile, "classic signs", SignsError, lambda f: [s.id for s in f.signs]).signs
-    for s in signs:
-        for pat in s.patterns:
-            try:
-                re.compile(pat)
-            except re.error as exc:
-                raise SignsError(f"classic signs: {s.id}: the pattern {pat!r} does not compile: {exc}") from exc
+    check_patterns(((s.id, s.patterns) for s in signs), "classic signs", SignsError)
     return signs
 
 
@@ -109,18 +104,10 @@ class ClassicSigns:
         self.kg = kg
         self.signs = list(signs)
         self.problems: list[str] = []
-        self._patterns = [(s, re.compile(r"\b(?:" + "|".join(f"(?:{p})" for p in s.patterns) + r")", re.I))
-                          for s in self.signs]
+        self._patterns = [(s, union_pattern(s.patterns)) for s in self.signs]
         self._diagnoses: dict[str, list[str]] = {}
         for s in self.signs:
-            ok = []
-            for d in s.diagnoses:
-                problem = concept_problem(kg, d, f"sign {s.id}") if kg is not None else None
-                if problem:
-                    self.problems.append(problem)
-                if kg is None or kg.concept(d.id) is not None:
-                    ok.append(d.id)
-            self._diagnoses[s.id] = ok
+            self._diagnoses[s.id] = resolve_concepts(kg, s.diagnoses, f"sign {s.id}", self.problems)
 
     @classmethod
     def from_kg(cls, kg: Any, path: str | Path | None = None) -> ClassicSigns:
