@@ -9,7 +9,7 @@ such expressions to the concept the vocabulary would have found for the clinical
     the (case-insensitive) pattern is the whole finding;
 ``pain``
     the pattern names a body part; "my P hurts/aches/is sore", "pain/ache/discomfort in (or behind) my P",
-    "sore/aching P" and "P ache/pain" give the finding;
+    "sore/aching P" and "P ache/pain/discomfort/soreness" give the finding;
 ``swelling``
     the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells / has been
     swelling", "P swelling" and "swelling P" give the finding;
@@ -122,7 +122,7 @@ def expand(form: str, part: str) -> str:
             rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at|behind)\s+"
             rf"{_OWNER}{_SIDE}{p}\b(?!\s+of\b)",    # "pain in the back", not "... the back of the head"
             rf"\b(?:sore|painful|aching|achy|throbbing)\s+{_SIDE}{p}\b(?!\s+of\b)",
-            rf"\b{p}\s?(?:aches?|pains?)\b",
+            rf"\b{p}\s?(?:aches?|pains?|discomfort|soreness)\b",    # "back discomfort", "chest discomfort"
         ))
     if form == "swelling":
         return "|".join((

@@ -68,10 +68,13 @@ arm leg eye ear nose mouth tongue back neck chest breast heart brain blood bone 
 state condition problem issue process complication complications tumor tumour cancer mass lesion injury
 drug medication medicine test exam examination result results cold hot heat cell cells tissue
 hypochondrium hypochondrial epigastrium dullness fecal tearing
+admitted discharged transferred
 """.split()) | frozenset({"family history", "medical history", "past medical history", "social history",
                           "history of", "chief complaint", "present illness", "review of systems",
                           # the name of a measurement is no finding ("blood pressure is normal")
                           "blood pressure", "heart rate", "pulse rate", "respiratory rate", "vital signs"})
+# (the hospital's verbs, "he is discharged with follow-up", are no finding: the near-match step read "discharged" as a
+# misspelt "discharge")
 # Short terms kept despite the length filter.
 SHORT_WHITELIST = frozenset({"flu", "gas", "itch", "rash", "cough", "ache"})
 

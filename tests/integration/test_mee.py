@@ -145,6 +145,14 @@ def test_other_words_near_a_term_are_not_taken_for_misspellings(mee):
     assert {(e.concept_name or "").lower() for e in ex.entities} == {"cough"}, ex.entities
 
 
+def test_the_hospitals_verbs_are_no_findings(mee):
+    # "discharged" is one letter from the finding "discharge"; here it is what the hospital did
+    ex = mee.extract("He was admitted overnight and is discharged with follow-up; 4 months later he has a cough.")
+    assert {(e.concept_name or "").lower() for e in ex.entities if e.concept_id} == {"cough"}, ex.entities
+    ex = mee.extract("She has a foul-smelling vaginal discharge.")
+    assert any("discharge" in (e.concept_name or "").lower() for e in ex.entities), ex.entities
+
+
 def test_candidate_generator_direct(mee):
     cands = mee.linker.candidates(["dyspnoea", "hypertensoin"])
     assert cands[0] and mee.lexicon.concepts[cands[0][0][0]].name.lower() == "dyspnea"

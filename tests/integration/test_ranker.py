@@ -411,3 +411,21 @@ def test_how_much_several_sources_for_one_finding_add_is_a_setting(kg, ranker):
     for d in multi[:20]:
         assert strongest[d][0] < compound[d][0]
         assert strongest[d][0] == pytest.approx(max(e[0] for e in strongest[d][1]))
+
+
+def test_how_far_up_a_finding_is_matched_is_a_setting(kg, ranker):
+    """``parent_depth`` 1 (the default) matches a finding's direct broader terms at ``parent_discount``; 2 adds their
+    broader terms at ``parent_discount`` squared, and keeps the first step as it was."""
+    from dataclasses import replace
+
+    assert ranker.config.parent_depth == 1
+    llq = _ent(kg, "left lower quadrant abdominal pain")
+    one = {n: (d, how) for n, d, how in ranker.index.expansion(llq.concept_id, True)}
+    two = {n: (d, how) for n, d, how in
+           KGRanker(kg, replace(ranker.config, parent_depth=2)).index.expansion(llq.concept_id, True)}
+    broader_one = {n for n, (_, how) in one.items() if how == "broader"}
+    assert broader_one and all(one[n][0] == ranker.config.parent_discount for n in broader_one)
+    assert all(two[n] == one[n] for n in one)
+    second = set(two) - set(one)
+    assert second, "the second step found no broader term"
+    assert all(two[n] == (pytest.approx(ranker.config.parent_discount ** 2), "broader") for n in second)
