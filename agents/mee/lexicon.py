@@ -57,7 +57,8 @@ def _priority(cid: str, category: str) -> float:
 # In a past-history / family context a disease reading is more likely than a symptom reading.
 HISTORY_PRIORITY = {"disease": 0, "symptom": 1, "phenotype": 2}
 
-# Common words that occur as synonyms in the ontologies but are noise in a presentation.
+# Common words that occur as synonyms in the ontologies but are noise in a presentation. The hospital's verbs are here
+# too: in "he is discharged with follow-up" the near-match step read "discharged" as a misspelt "discharge".
 JUNK_TERMS = frozenset("""
 all other can may will aim men women man woman male female tall short large small normal abnormal disease syndrome
 disorder sign signs symptom symptoms finding stage type growth fall falls left right high low positive negative
@@ -73,8 +74,6 @@ admitted discharged transferred
                           "history of", "chief complaint", "present illness", "review of systems",
                           # the name of a measurement is no finding ("blood pressure is normal")
                           "blood pressure", "heart rate", "pulse rate", "respiratory rate", "vital signs"})
-# (the hospital's verbs, "he is discharged with follow-up", are no finding: the near-match step read "discharged" as a
-# misspelt "discharge")
 # Short terms kept despite the length filter.
 SHORT_WHITELIST = frozenset({"flu", "gas", "itch", "rash", "cough", "ache"})
 
