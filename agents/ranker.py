@@ -344,32 +344,28 @@ class _KGIndex:
         core = sorted(self.equivalents(cid))     # sorted: the same match set, in the same order, in every process
         for n in core:
             out[n] = (1.0, "self" if n == cid else "equivalent")
-        frontier = [n for n in core if self.category.get(n) in FINDING_CATEGORIES]
-        disc = 1.0
-        for _ in range(max(0, cfg.child_depth)):
-            disc *= cfg.child_discount
+        start = [n for n in core if self.category.get(n) in FINDING_CATEGORIES]
+        self._walk(out, start, self.children, cfg.child_depth, cfg.child_discount, "narrower")
+        if with_parents and cfg.parent_discount > 0:
+            self._walk(out, start, self.parents, cfg.parent_depth, cfg.parent_discount, "broader")
+        return [(n, d, how) for n, (d, how) in out.items()]
+
+    def _walk(self, out: dict[str, tuple[float, str]], start: list[str], step: dict[str, list[str]], depth: int,
+              discount: float, how: str) -> None:
+        """Add to ``out`` the finding concepts ``depth`` ``is_a`` steps from ``start`` along ``step`` (children or
+        parents), equivalents included, the k-th step at ``discount`` ** k; a concept already in ``out`` keeps its
+        first entry."""
+        frontier, disc = start, 1.0
+        for _ in range(max(0, depth)):
+            disc *= discount
             nxt: list[str] = []
             for n in frontier:
-                for c in sorted(self.children.get(n, ())):
-                    for e in sorted(self.equivalents(c)):
+                for m in sorted(step.get(n, ())):
+                    for e in sorted(self.equivalents(m)):
                         if e not in out and self.category.get(e) in FINDING_CATEGORIES:
-                            out[e] = (disc, "narrower")
+                            out[e] = (disc, how)
                             nxt.append(e)
             frontier = nxt
-        if with_parents and cfg.parent_discount > 0:
-            frontier = [n for n in core if self.category.get(n) in FINDING_CATEGORIES]
-            disc = 1.0
-            for _ in range(max(0, cfg.parent_depth)):
-                disc *= cfg.parent_discount
-                nxt = []
-                for n in frontier:
-                    for p in sorted(self.parents.get(n, ())):
-                        for e in sorted(self.equivalents(p)):
-                            if e not in out and self.category.get(e) in FINDING_CATEGORIES:
-                                out[e] = (disc, "broader")
-                                nxt.append(e)
-                frontier = nxt
-        return [(n, d, how) for n, (d, how) in out.items()]
 
     def profile(self, cid: str, with_parents: bool) -> dict[str, tuple[float, tuple[EdgeInfo, ...]]]:
         """disease -> (s(d, f), edges best first) for finding ``cid``; cached."""
