@@ -66,6 +66,9 @@ class RetrievalParams:
     # the language model's first choice stays first when a knowledge ranking (KG, text, page, sign or site) also
     # puts it within this rank and the evidence does not contradict it (0: it is fused like every candidate)
     model_first_support: int = 0
+    use_subtypes: bool = True          # a subtype that alone fits is named before its parent (name_subtypes_first)
+    subtype_ratio: float = 0.5         # ... when the parent's own KG score is under this share of the subtype's
+    subtype_standout: float = 2.0      # ... and the subtype's is this many times the parent's next subtype's
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -93,7 +96,10 @@ class RetrievalParams:
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
                    use_risk_factors=getattr(cfg, "use_risk_factors", True),
                    risk_factor_boost=getattr(cfg, "risk_factor_boost", 1.6),
-                   model_first_support=getattr(cfg, "model_first_support", 0))
+                   model_first_support=getattr(cfg, "model_first_support", 0),
+                   use_subtypes=getattr(cfg, "use_subtypes", True),
+                   subtype_ratio=getattr(cfg, "subtype_ratio", 0.5),
+                   subtype_standout=getattr(cfg, "subtype_standout", 2.0))
 
 
 _KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
@@ -115,6 +121,51 @@ def keep_model_first(candidates: list[Candidate], within: int) -> list[Candidate
     moved = c.model_copy(update={"score": max(c.score, candidates[0].score),
                                  "explanation": f"{c.explanation}; {why}" if c.explanation else why})
     return [moved, *candidates[:i], *candidates[i + 1:]]
+
+
+def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, float], ratio: float = 0.5,
+                        standout: float = 2.0, depth: int = 2) -> list[Candidate]:
+    """The candidates with a subtype moved just before its parent disease (an ``is_a`` ancestor up to ``depth`` steps
+    above it, earlier in the list) when the evidence singles the subtype out: the parent's own score in ``own`` (the
+    KG ranking's scores when no parent takes over a subtype's findings) is under ``ratio`` times the subtype's, so
+    the parent ranked high only by speaking for it, and the subtype's own score is at least ``standout`` times that
+    of every other subtype of the parent, so the findings point to this one rather than to several. "Anxiety disorder"
+    leads a presentation of flashbacks and nightmares through its subtype: post-traumatic stress disorder is named
+    first. A parent whose subtypes fit about equally ("arthritis" over gout and osteoarthritis) stays where it is.
+    The moved subtype takes its parent's score (the order stays sorted) and says why it moved."""
+    if ratio <= 0 or len(candidates) < 2:
+        return candidates
+    out = list(candidates)
+
+    def below(p: str) -> set[str]:
+        seen: set[str] = set()
+        frontier = [p]
+        for _ in range(depth):
+            frontier = [c for x in frontier for c in kg.children(x) if c not in seen and not seen.add(c)]
+        return seen
+
+    i = 0
+    while i < len(out) - 1:
+        parent = out[i]
+        p_own = own.get(parent.concept_id, 0.0)
+        for j in range(i + 1, len(out)):
+            child = out[j]
+            c_own = own.get(child.concept_id, 0.0)
+            if c_own <= 0 or p_own >= ratio * c_own or parent.concept_id not in kg.ancestors(child.concept_id, depth):
+                continue
+            rivals = [own.get(x, 0.0) for x in below(parent.concept_id) if x != child.concept_id]
+            if c_own < standout * max(rivals, default=0.0):
+                continue
+            why = (f"named before {parent.name}: of its subtypes the findings single this one out (its own "
+                   f"knowledge-graph score {c_own:.3g}, {parent.name}'s own {p_own:.3g})")
+            moved = child.model_copy(update={"score": max(child.score, parent.score),
+                                             "explanation": f"{child.explanation}; {why}" if child.explanation
+                                             else why})
+            out = [*out[:i], moved, *out[i:j], *out[j + 1:]]
+            i += 1      # the parent, now after its subtype
+            break
+        i += 1
+    return out
 
 
 # A number with its unit, as written in vital signs and test results ("38.9 °C", "1200 U/L", "5.2 mg/dL",
@@ -484,9 +535,11 @@ class HKI:
                     and "G" in p.sources)
         risk_hits = self.risk_factors.diseases(presentation) if use_risk else {}
         fit: dict[str, float] = {}
+        findings_used: tuple[list, list] | None = None     # the findings the KG ranking ranked with (and denied)
         if ranker is not None and "G" in p.sources and positives:
             # past-history entities are context (retrieved above), not findings of the present illness
             findings, negs = ranking_findings(extraction)
+            findings_used = (findings, negs)
             k_kg = max(10, wide.differential_k * 2)
             ranked = ranker.rank(findings, negs, k=k_kg, age=extraction.age_years if extraction else None,
                                       sex=extraction.sex if extraction else None,
@@ -535,6 +588,9 @@ class HKI:
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
             # a proposed disease is never silently lost: it stays in the list the generator sees
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
+        if p.use_subtypes and p.subtype_ratio > 0 and candidates and ranker is not None and findings_used:
+            own = self._own_scores(ranker, findings_used, extraction, regions, course)
+            candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if p.model_first_support > 0 and candidates:
             candidates = keep_model_first(candidates, p.model_first_support)
         sign_of = {h.concept_id: h for h in sign_hits}
@@ -811,6 +867,22 @@ class HKI:
             if key not in self._variants:
                 self._variants[key] = type(base)(self.kg, replace(base.config, **changes))
             return self._variants[key]
+
+    def _own_scores(self, ranker: Any, findings_used: tuple[list, list], extraction: Extraction | None,
+                    regions: Sequence[str], course: str | None) -> dict[str, float]:
+        """Every disease's KG ranking score from its own edges alone: the ranking again with no parent taking over
+        a subtype's findings (a copy of ``ranker`` sharing its index, built once)."""
+        cfg = getattr(ranker, "config", None)
+        if cfg is None or not hasattr(ranker, "scores"):
+            return {}
+        key = (("own", id(ranker)),)
+        with _VARIANT_LOCK:
+            if key not in self._variants:
+                self._variants[key] = type(ranker)(self.kg, replace(cfg, propagate_discount=0.0))
+            own = self._variants[key]
+        findings, negs = findings_used
+        return own.scores(findings, negs, age=extraction.age_years if extraction else None,
+                          sex=extraction.sex if extraction else None, regions=regions, course=course)
 
     def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction,
                             ranker: Any = None) -> list[Candidate]:

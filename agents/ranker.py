@@ -614,6 +614,26 @@ class KGRanker:
         match any finding but rank lower (their explanation is what retrieval tests them with). ``regions``: the
         world regions the patient has been in (:attr:`Extraction.regions`), for the place fit; ``course``: how long
         the complaints have lasted (:attr:`Extraction.course`), for the time fit."""
+        got = self._score(findings, negated, age, sex, regions, course)
+        if got is None or k <= 0:
+            return []
+        scored, ev, neg, neg_prof, opposed, opp_prof = got
+        idx = self.index
+        top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))
+        wanted = {idx.canon.get(a, a) for a in also} - {d for _, d in top}
+        if wanted:
+            top += sorted(((sc, d) for sc, d in scored if d in wanted), key=lambda x: -x[0])
+        return [self._candidate(d, s, ev[d], neg, neg_prof, opposed, opp_prof) for s, d in top]
+
+    def scores(self, findings: list[Entity], negated: list[Entity] | None = None, age: float | None = None,
+               sex: str | None = None, regions: Iterable[str] = (), course: str | None = None) -> dict[str, float]:
+        """Every matching disease's score as :meth:`rank` computes it, without building candidates."""
+        got = self._score(findings, negated, age, sex, regions, course)
+        return {d: sc for sc, d in got[0]} if got else {}
+
+    def _score(self, findings, negated, age, sex, regions, course):
+        """(scored, evidence, negated ids, their profiles, opposed, their profiles) of :meth:`rank`; None when no
+        finding matches."""
         cfg = self.config
         regions = tuple(regions or ())
         idx = self.index
@@ -624,8 +644,8 @@ class KGRanker:
         neg = [c for c in neg if cat[c] in FINDING_CATEGORIES]
         if cfg.drop_broader:
             pos = self.most_specific(pos)
-        if not pos or k <= 0:
-            return []
+        if not pos:
+            return None
 
         # 1. direct evidence: disease -> finding -> (strength, edges)
         ev: dict[str, dict[str, tuple[float, tuple[EdgeInfo, ...]]]] = defaultdict(dict)
@@ -743,11 +763,7 @@ class KGRanker:
                                         typical_course=idx.course.get(d), course=course)
             if score > 0:
                 scored.append((score, d))
-        top = sorted(heapq.nlargest(k, scored), key=lambda x: (-x[0], idx.names.get(x[1], x[1])))
-        wanted = {idx.canon.get(a, a) for a in also} - {d for _, d in top}
-        if wanted:
-            top += sorted(((sc, d) for sc, d in scored if d in wanted), key=lambda x: -x[0])
-        return [self._candidate(d, s, ev[d], neg, neg_prof, opposed, opp_prof) for s, d in top]
+        return scored, ev, neg, neg_prof, opposed, opp_prof
 
     def most_specific(self, ids: list[str]) -> list[str]:
         """``ids`` without the findings broader than another of them: "pain" beside "left lower quadrant pain",

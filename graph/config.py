@@ -40,6 +40,13 @@ class PipelineConfig(BaseModel):
     # the factor per unit of exposure weight (at most 2) on a fitting candidate's fused score (1: none; 1.6 chosen on
     # the dev halves among 1.3 and 1.6)
     risk_factor_boost: float = Field(1.6, ge=1.0, le=5.0)
+    # a subtype is named before its parent disease when its own knowledge-graph evidence is over 1/subtype_ratio times
+    # the parent's own (the parent ranked high only by speaking for it) and it stands out among the parent's subtypes
+    # (subtype_standout times the next one): "post-traumatic stress disorder" before "anxiety disorder" (hki.py
+    # name_subtypes_first; 0.5 and 2 chosen on the dev halves)
+    use_subtypes: bool = True
+    subtype_ratio: float = Field(0.5, ge=0.0, le=10.0)
+    subtype_standout: float = Field(2.0, ge=1.0, le=100.0)
     sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
     top_k_per_source: int = Field(5, ge=1, le=50)
     chunk_k: int = Field(8, ge=0, le=100)          # hybrid chunk search with the whole presentation

@@ -173,3 +173,16 @@ def test_audit_chain_records_runs(rag):
     assert rec["inputs"]["message"].startswith(CASES[2]["presentation"][:30])
     assert rec["evidence"] and rec["nodes"] and rec["config_hash"] == r["config_hash"]
     assert audit.verify().ok
+
+
+def test_a_subtype_the_findings_single_out_comes_before_its_parent(rag):
+    """Attacks of racing heart, breathlessness, trembling and fear of dying are panic disorder: it is named before
+    "anxiety disorder", which ranks by speaking for it (with the full index the parent leads when the step is off;
+    the test index's text rankings already put panic disorder first, so "off" is only checked to run)."""
+    text = ("A 26-year-old man has sudden episodes of racing heart, shortness of breath, trembling and fear of dying "
+            "that peak within minutes; between attacks he worries about the next one.")
+    on = [d["diagnosis"] for d in rag.ask(text, audit=False)["differential"]]
+    off = [d["diagnosis"] for d in rag.ask(text, PipelineConfig(use_subtypes=False), audit=False)["differential"]]
+    assert "panic disorder" in on and "anxiety disorder" in on, on
+    assert on.index("panic disorder") < on.index("anxiety disorder"), on
+    assert "panic disorder" in off, off

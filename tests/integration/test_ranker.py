@@ -429,3 +429,41 @@ def test_how_far_up_a_finding_is_matched_is_a_setting(kg, ranker):
     second = set(two) - set(one)
     assert second, "the second step found no broader term"
     assert all(two[n] == (pytest.approx(ranker.config.parent_discount ** 2), "broader") for n in second)
+
+
+def test_scores_are_the_rankings_scores_for_every_matching_disease(kg, ranker):
+    """``scores`` gives what ``rank`` ranks by, for every disease that matches (not only the top k)."""
+    found = [_ent(kg, "fever"), _ent(kg, "cough")]
+    scores = ranker.scores(found, [_ent(kg, "rash", negated=True)], age=30, sex="female")
+    ranked = ranker.rank(found, [_ent(kg, "rash", negated=True)], k=30, age=30, sex="female")
+    assert len(ranked) == 30 and len(scores) > 30
+    for c in ranked:
+        assert scores[c.concept_id] == pytest.approx(c.score, abs=1e-6)
+    assert max(scores.values()) == pytest.approx(ranked[0].score, abs=1e-6)
+    assert ranker.scores([]) == {}
+
+
+def test_a_subtype_the_findings_single_out_is_named_before_its_parent(kg):
+    """A parent disease that ranks high only by speaking for one subtype gives it the first place; a parent whose
+    subtypes fit about equally, or that has evidence of its own, keeps it; an unrelated disease never moves."""
+    from agents.hki import name_subtypes_first
+    from agents.types import Candidate
+
+    parent, child, rival, other = (kg.lookup(p, categories=["disease"])[0] for p in (
+        "anxiety disorder", "post-traumatic stress disorder", "panic disorder", "hypoglycemia"))
+    assert parent.id in kg.ancestors(child.id, 2) and parent.id in kg.ancestors(rival.id, 2)
+    assert parent.id not in kg.ancestors(other.id, 2)
+    cands = [Candidate(concept_id=c.id, name=c.name, score=s, explanation="matches x")
+             for c, s in ((parent, 0.9), (other, 0.5), (child, 0.3), (rival, 0.2))]
+    own = {parent.id: 0.1, other.id: 0.8, child.id: 0.6, rival.id: 0.1}
+    out = name_subtypes_first(cands, kg, own)
+    assert [c.concept_id for c in out] == [child.id, parent.id, other.id, rival.id]
+    assert out[0].score == 0.9 and f"named before {parent.name}" in out[0].explanation
+    assert [c.score for c in out[1:]] == [0.9, 0.5, 0.2]
+    # two subtypes fit about equally: the parent is the honest name
+    assert name_subtypes_first(cands, kg, {**own, rival.id: 0.4}) == cands
+    # the parent has evidence of its own (at least half the subtype's)
+    assert name_subtypes_first(cands, kg, {**own, parent.id: 0.3}) == cands
+    # off, and a subtype already first
+    assert name_subtypes_first(cands, kg, own, ratio=0) == cands
+    assert name_subtypes_first(out, kg, own) == out

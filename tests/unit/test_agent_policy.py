@@ -58,6 +58,8 @@ def test_retrieval_parameters_from_config():
                                                    max_evidence=12, differential_k=4, use_mee=False))
     assert p == RetrievalParams(sources=("G", "O"), top_k=9, chunk_k=3, max_evidence=12, differential_k=4,
                                 use_entities=False)
+    q = RetrievalParams.from_config(PipelineConfig(use_subtypes=False, subtype_ratio=0.25, subtype_standout=3))
+    assert (q.use_subtypes, q.subtype_ratio, q.subtype_standout) == (False, 0.25, 3.0)
 
 
 def test_entity_cap_keeps_demographics_and_the_first_findings():
