@@ -100,8 +100,9 @@ def item_features(rank: int, concept_id: str | None, candidates: Sequence[Any],
     """Compact features of the differential item at ``rank`` (1-based) naming ``concept_id``, given the run's ranked
     ``candidates`` (models or dicts, best first) and the current finding ids. Keys: ``rank``, ``cand`` (its position
     among the candidates, 0 when it is not one), ``rel`` (its score / the top candidate's), ``gap`` ((its score - the
-    next candidate's) / the top's), ``matched`` (findings it explains), ``findings`` (how many there are), ``contra``
-    (absent findings it expects), ``kg``/``text``/``page`` (its rank in each fused ranking, 0: absent)."""
+    next rival candidate's) / the top's; the parent a subtype was named before is not its rival), ``matched``
+    (findings it explains), ``findings`` (how many there are), ``contra`` (absent findings it expects),
+    ``kg``/``text``/``page`` (its rank in each fused ranking, 0: absent)."""
     feats: dict[str, Any] = {"rank": int(rank), "cand": 0, "rel": 0.0, "gap": 0.0, "matched": 0,
                              "findings": len(findings), "contra": 0, "kg": 0, "text": 0, "page": 0}
     pos = next((i for i, c in enumerate(candidates) if concept_id and _get(c, "concept_id") == concept_id), None)
@@ -110,7 +111,10 @@ def item_features(rank: int, concept_id: str | None, candidates: Sequence[Any],
     cand = candidates[pos]
     top = _num(_get(candidates[0], "score"))
     score = _num(_get(cand, "score"))
-    nxt = _num(_get(candidates[pos + 1], "score")) if pos + 1 < len(candidates) else 0.0
+    # the next candidate that is a rival: a subtype named before its parent (``subtype_of``) does not compete with it
+    parent = _get(cand, "subtype_of") or None
+    rival = next((c for c in candidates[pos + 1:] if not parent or _get(c, "concept_id") != parent), None)
+    nxt = _num(_get(rival, "score")) if rival is not None else 0.0
     wanted = set(findings)
     feats.update(cand=pos + 1,
                  rel=round(score / top, 4) if top > 0 else 0.0,

@@ -132,7 +132,8 @@ def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, flo
     of every other subtype of the parent, so the findings point to this one rather than to several. "Anxiety disorder"
     leads a presentation of flashbacks and nightmares through its subtype: post-traumatic stress disorder is named
     first. A parent whose subtypes fit about equally ("arthritis" over gout and osteoarthritis) stays where it is.
-    The moved subtype takes its parent's score (the order stays sorted) and says why it moved."""
+    The moved subtype takes its parent's score (the order stays sorted), says why it moved and names the parent in
+    ``subtype_of`` (the diagnostic confidence does not count the parent as its rival)."""
     if ratio <= 0 or len(candidates) < 2:
         return candidates
     out = list(candidates)
@@ -158,7 +159,7 @@ def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, flo
                 continue
             why = (f"named before {parent.name}: of its subtypes the findings single this one out (its own "
                    f"knowledge-graph score {c_own:.3g}, {parent.name}'s own {p_own:.3g})")
-            moved = child.model_copy(update={"score": max(child.score, parent.score),
+            moved = child.model_copy(update={"score": max(child.score, parent.score), "subtype_of": parent.concept_id,
                                              "explanation": f"{child.explanation}; {why}" if child.explanation
                                              else why})
             out = [*out[:i], moved, *out[i:j], *out[j + 1:]]

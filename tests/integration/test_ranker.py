@@ -459,6 +459,7 @@ def test_a_subtype_the_findings_single_out_is_named_before_its_parent(kg):
     out = name_subtypes_first(cands, kg, own)
     assert [c.concept_id for c in out] == [child.id, parent.id, other.id, rival.id]
     assert out[0].score == 0.9 and f"named before {parent.name}" in out[0].explanation
+    assert out[0].subtype_of == parent.id and not out[1].subtype_of
     assert [c.score for c in out[1:]] == [0.9, 0.5, 0.2]
     # two subtypes fit about equally: the parent is the honest name
     assert name_subtypes_first(cands, kg, {**own, rival.id: 0.4}) == cands

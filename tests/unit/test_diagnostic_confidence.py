@@ -56,6 +56,17 @@ def test_item_features_of_a_ranked_candidate():
     assert (last["rel"], last["gap"], last["matched"], last["text"], last["page"]) == (0.25, 0.25, 0, 3, 2)
 
 
+def test_a_subtype_named_before_its_parent_is_measured_against_the_next_rival():
+    sub = Candidate(concept_id="D:0", name="zero", score=0.8, matched=["SYMP:1"], subtype_of="D:1")
+    cands = [sub, *_candidates()]
+    # the parent "D:1" ties with it but is not a rival: the gap is to "D:2"
+    assert item_features(1, "D:0", cands, FINDINGS)["gap"] == 0.25
+    assert item_features(1, "D:0", [sub.model_copy(update={"subtype_of": ""}), *_candidates()],
+                         FINDINGS)["gap"] == 0.0
+    assert item_features(1, "D:0", [c.model_dump() for c in cands], FINDINGS)["gap"] == 0.25
+    assert item_features(1, "D:0", [sub], FINDINGS)["gap"] == 1.0
+
+
 def test_features_tolerate_dicts_new_fields_and_candidates_nothing_ranked():
     dumped = [c.model_dump() for c in _candidates()]
     dumped[0]["origin"] = "llm"                       # a field a colleague may add
