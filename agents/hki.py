@@ -123,6 +123,17 @@ def keep_model_first(candidates: list[Candidate], within: int) -> list[Candidate
     return [moved, *candidates[:i], *candidates[i + 1:]]
 
 
+def has_subtype_pair(candidates: list[Candidate], kg: Any, depth: int = 2) -> bool:
+    """Whether a candidate has an ``is_a`` ancestor (up to ``depth`` steps) earlier in the list: the only case
+    :func:`name_subtypes_first` can change (checked first, so the ranking's own scores are computed only then)."""
+    seen: set[str] = set()
+    for c in candidates:
+        if seen and seen.intersection(kg.ancestors(c.concept_id, depth)):
+            return True
+        seen.add(c.concept_id)
+    return False
+
+
 def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, float], ratio: float = 0.5,
                         standout: float = 2.0, depth: int = 2) -> list[Candidate]:
     """The candidates with a subtype moved just before its parent disease (an ``is_a`` ancestor up to ``depth`` steps
@@ -589,7 +600,8 @@ class HKI:
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
             # a proposed disease is never silently lost: it stays in the list the generator sees
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
-        if p.use_subtypes and p.subtype_ratio > 0 and candidates and ranker is not None and findings_used:
+        if p.use_subtypes and p.subtype_ratio > 0 and ranker is not None and findings_used and \
+                has_subtype_pair(candidates, self.kg):
             own = self._own_scores(ranker, findings_used, extraction, regions, course)
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if p.model_first_support > 0 and candidates:

@@ -446,7 +446,7 @@ def test_scores_are_the_rankings_scores_for_every_matching_disease(kg, ranker):
 def test_a_subtype_the_findings_single_out_is_named_before_its_parent(kg):
     """A parent disease that ranks high only by speaking for one subtype gives it the first place; a parent whose
     subtypes fit about equally, or that has evidence of its own, keeps it; an unrelated disease never moves."""
-    from agents.hki import name_subtypes_first
+    from agents.hki import has_subtype_pair, name_subtypes_first
     from agents.types import Candidate
 
     parent, child, rival, other = (kg.lookup(p, categories=["disease"])[0] for p in (
@@ -456,6 +456,8 @@ def test_a_subtype_the_findings_single_out_is_named_before_its_parent(kg):
     cands = [Candidate(concept_id=c.id, name=c.name, score=s, explanation="matches x")
              for c, s in ((parent, 0.9), (other, 0.5), (child, 0.3), (rival, 0.2))]
     own = {parent.id: 0.1, other.id: 0.8, child.id: 0.6, rival.id: 0.1}
+    assert has_subtype_pair(cands, kg) and not has_subtype_pair([cands[3], cands[1], cands[0]], kg)
+    assert has_subtype_pair([cands[2], cands[0]], kg) is False
     out = name_subtypes_first(cands, kg, own)
     assert [c.concept_id for c in out] == [child.id, parent.id, other.id, rival.id]
     assert out[0].score == 0.9 and f"named before {parent.name}" in out[0].explanation
