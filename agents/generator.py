@@ -313,6 +313,7 @@ class Generator:
         items: list[DifferentialItem] = []
         lines = ["### Differential diagnosis (for clinician review)"]
         top = candidates[0].score if candidates else 0.0
+        names = {c.concept_id: c.name for c in candidates}
         for c in candidates:
             if len(items) >= self.k:
                 break
@@ -347,10 +348,14 @@ class Generator:
             items.append(DifferentialItem(rank=len(items) + 1, diagnosis=c.name, concept_id=_real_id(c.concept_id),
                                           likelihood=lik, rationale=" ".join(p for p in parts if not p.startswith("#")),
                                           citations=chosen, origins=list(c.origins),
-                                          note=f"demoted: {c.demoted}" if c.demoted else ""))
+                                          note="; ".join(x for x in (subtype_words(c, names),
+                                                                     f"demoted: {c.demoted}" if c.demoted else "")
+                                                         if x)))
             used.update(chosen)
+            kind = subtype_words(c, names)
             lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: {lik}; score {c.score:.2f}"
-                         f"{'; ' + origin_words(c.origins) if 'model' in c.origins else ''})")
+                         f"{'; ' + origin_words(c.origins) if 'model' in c.origins else ''}"
+                         f"{'; ' + kind if kind else ''})")
             lines.extend(f"   {p}" for p in parts)
         if not items:
             # no rankable disease: report the most relevant reference passages, and escalate
@@ -426,6 +431,14 @@ def origin_words(origins: list[str]) -> str:
     if not words:
         return ""
     return "from " + (words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1])
+
+
+def subtype_words(c: Candidate, names: dict[str, str]) -> str:
+    """What a subtype named before its parent (``Candidate.subtype_of``) says of it: "a kind of anxiety disorder that
+    the findings single out"; "" for any other candidate."""
+    if not c.subtype_of:
+        return ""
+    return f"a kind of {names.get(c.subtype_of, c.subtype_of)} that the findings single out"
 
 
 def candidate_line(c: Candidate) -> str:

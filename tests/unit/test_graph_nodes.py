@@ -115,6 +115,23 @@ def test_generate_extractive_answer_cites_the_evidence(asthma, runtime):
     assert set(ID_TOKEN.findall(draft.text)) <= ids and set(draft.differential[0].citations) <= ids
 
 
+def test_a_subtype_named_before_its_parent_says_so(asthma, runtime):
+    from agents.types import Candidate
+
+    parent = Candidate(concept_id="DOID:2841", name="asthma", score=1.0, matched=["SYMP:0000604"],
+                       supporting=[WHEEZE[2:]])
+    kind = Candidate(concept_id="DOID:9999", name="cough-variant asthma", score=1.0, matched=["SYMP:0000604"],
+                     supporting=[WHEEZE[2:]], subtype_of="DOID:2841")
+    state = {**asthma, "candidates": [kind, parent]}
+    state = {**state, **nodes.knl(state, runtime())}
+    draft = nodes.generate(state, runtime())["draft"]
+    assert [d.diagnosis for d in draft.differential][:1] == ["cough-variant asthma"]
+    assert draft.differential[0].note == "a kind of asthma that the findings single out"
+    assert "(likelihood: high; score 1.00; a kind of asthma that the findings single out)" in draft.text
+    plain = nodes.generate({**asthma, **nodes.knl(asthma, runtime())}, runtime())["draft"]
+    assert "a kind of" not in plain.text and not plain.differential[0].note
+
+
 def test_generate_without_evidence_is_insufficient(asthma, runtime):
     up = nodes.generate({**asthma, "evidence": [], "sentences": []}, runtime())
     assert up["draft"].insufficient
