@@ -438,7 +438,7 @@ class HKI:
         self.index = index
         self.kg = kg
         self.ranker = ranker
-        self._variants: dict[float, Any] = {}   # KG rankers with another mined-edge strength (ablations, tuning)
+        self._variants: dict[tuple, Any] = {}   # KG rankers with other settings (ablations, tuning, own scores)
         self.config = config or HKIConfig()
         self.pages = pages               # knowledge.disease_pages.DiseasePages (None: no page ranking)
         self.prior = prior               # agents.prior.CommonnessPrior (None: fusion order only)
@@ -888,7 +888,7 @@ class HKI:
         cfg = getattr(ranker, "config", None)
         if cfg is None or not hasattr(ranker, "scores"):
             return {}
-        key = (("own", id(ranker)),)
+        key = ("own", cfg)      # one copy per ranker configuration (RankerConfig is frozen, so hashable)
         with _VARIANT_LOCK:
             if key not in self._variants:
                 self._variants[key] = type(ranker)(self.kg, replace(cfg, propagate_discount=0.0))

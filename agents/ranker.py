@@ -631,7 +631,8 @@ class KGRanker:
         got = self._score(findings, negated, age, sex, regions, course)
         return {d: sc for sc, d in got[0]} if got else {}
 
-    def _score(self, findings, negated, age, sex, regions, course):
+    def _score(self, findings: list[Entity], negated: list[Entity] | None, age: float | None, sex: str | None,
+               regions: Iterable[str], course: str | None) -> tuple | None:
         """(scored, evidence, negated ids, their profiles, opposed, their profiles) of :meth:`rank`; None when no
         finding matches."""
         cfg = self.config
