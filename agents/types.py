@@ -138,7 +138,7 @@ class Candidate(BaseModel):
     demoted: str = ""                                        # why it was moved down (evidence against it)
     knowledge_score: float = 0.0     # the fused score without the language model's part (the knowledge-based rank)
     model_reason: str = ""           # the model's reason, when it proposed the disease (not checked)
-    subtype_of: str = ""             # the parent disease it was named before (hki.name_subtypes_first): not a rival
+    subtype_of: str = ""             # the parent disease it was named before (subtypes.name_subtypes_first): not a rival
 
 
 class Sentence(BaseModel):

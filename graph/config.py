@@ -42,7 +42,7 @@ class PipelineConfig(BaseModel):
     risk_factor_boost: float = Field(1.6, ge=1.0, le=5.0)
     # a subtype is named before its parent disease when its own knowledge-graph evidence is over 1/subtype_ratio times
     # the parent's own (the parent ranked high only by speaking for it) and it stands out among the parent's subtypes
-    # (subtype_standout times the next one): "post-traumatic stress disorder" before "anxiety disorder" (hki.py
+    # (subtype_standout times the next one): "post-traumatic stress disorder" before "anxiety disorder" (subtypes.py
     # name_subtypes_first; 0.5 and 2 chosen on the dev halves)
     use_subtypes: bool = True
     subtype_ratio: float = Field(0.5, ge=0.0, le=10.0)

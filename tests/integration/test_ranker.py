@@ -446,7 +446,7 @@ def test_scores_are_the_rankings_scores_for_every_matching_disease(kg, ranker):
 def test_a_subtype_the_findings_single_out_is_named_before_its_parent(kg):
     """A parent disease that ranks high only by speaking for one subtype gives it the first place; a parent whose
     subtypes fit about equally, or that has evidence of its own, keeps it; an unrelated disease never moves."""
-    from agents.hki import has_subtype_pair, name_subtypes_first
+    from agents.subtypes import has_subtype_pair, name_subtypes_first
     from agents.types import Candidate
 
     parent, child, rival, other = (kg.lookup(p, categories=["disease"])[0] for p in (

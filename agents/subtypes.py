@@ -1,0 +1,73 @@
+"""Naming the kind of a disease the findings point to (HKI's last ordering step).
+
+The KG ranker lets a parent disease take over the findings of its best-supported subtype, so that "pneumonia" can
+stand for its kinds when the findings do not tell them apart. When they do — the parent ranks high only by speaking
+for one subtype, and no other subtype fits nearly as well — a clinician names the subtype: panic disorder, not
+"anxiety disorder". :func:`name_subtypes_first` makes that move on the fused differential, given every disease's own
+KG score (``KGRanker.scores`` with no parent taking over a subtype's findings).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .types import Candidate
+
+
+def has_subtype_pair(candidates: list[Candidate], kg: Any, depth: int = 2) -> bool:
+    """Whether a candidate has an ``is_a`` ancestor (up to ``depth`` steps) earlier in the list: the only case
+    :func:`name_subtypes_first` can change (checked first, so the ranking's own scores are computed only then)."""
+    seen: set[str] = set()
+    for c in candidates:
+        if seen and seen.intersection(kg.ancestors(c.concept_id, depth)):
+            return True
+        seen.add(c.concept_id)
+    return False
+
+
+def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, float], ratio: float = 0.5,
+                        standout: float = 2.0, depth: int = 2) -> list[Candidate]:
+    """The candidates with a subtype moved just before its parent disease (an ``is_a`` ancestor up to ``depth`` steps
+    above it, earlier in the list) when the evidence singles the subtype out: the parent's own score in ``own`` (the
+    KG ranking's scores when no parent takes over a subtype's findings) is under ``ratio`` times the subtype's, so
+    the parent ranked high only by speaking for it, and the subtype's own score is at least ``standout`` times that
+    of every other subtype of the parent, so the findings point to this one rather than to several. "Anxiety disorder"
+    leads a presentation of flashbacks and nightmares through its subtype: post-traumatic stress disorder is named
+    first. A parent whose subtypes fit about equally ("arthritis" over gout and osteoarthritis) stays where it is.
+    The moved subtype takes its parent's score (the order stays sorted), says why it moved and names the parent in
+    ``subtype_of`` (the diagnostic confidence does not count the parent as its rival)."""
+    if ratio <= 0 or len(candidates) < 2:
+        return candidates
+    out = list(candidates)
+
+    def below(p: str) -> set[str]:
+        seen: set[str] = set()
+        frontier = [p]
+        for _ in range(depth):
+            frontier = [c for x in frontier for c in kg.children(x) if c not in seen and not seen.add(c)]
+        return seen
+
+    i = 0
+    while i < len(out) - 1:
+        parent = out[i]
+        p_own = own.get(parent.concept_id, 0.0)
+        for j in range(i + 1, len(out)):
+            child = out[j]
+            c_own = own.get(child.concept_id, 0.0)
+            if c_own <= 0 or p_own >= ratio * c_own or parent.concept_id not in kg.ancestors(child.concept_id, depth):
+                continue
+            rivals = [own.get(x, 0.0) for x in below(parent.concept_id) if x != child.concept_id]
+            if c_own < standout * max(rivals, default=0.0):
+                continue
+            why = (f"named before {parent.name}: of its subtypes the findings single this one out (its own "
+                   f"knowledge-graph score {c_own:.3g}, {parent.name}'s own {p_own:.3g})")
+            moved = child.model_copy(update={"score": max(child.score, parent.score), "subtype_of": parent.concept_id,
+                                             "explanation": f"{child.explanation}; {why}" if child.explanation
+                                             else why})
+            out = [*out[:i], moved, *out[i:j], *out[j + 1:]]
+            i += 1      # the parent, now after its subtype
+            break
+        i += 1
+    return out
+
+
+__all__ = ["has_subtype_pair", "name_subtypes_first"]
