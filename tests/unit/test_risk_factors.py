@@ -70,3 +70,11 @@ def test_the_diseases_of_two_exposures_are_listed_with_both(table):
     assert [m.spec.id for m in found["DOID:1324"]] == ["smoking"]               # lung cancer
     assert "DOID:0060000" in found                                              # infective endocarditis
     assert table.diseases("She denies smoking and drug use.") == {}
+
+
+def test_a_partners_hiv_is_a_sexual_exposure_not_the_patients_weakened_immunity(table):
+    for text in ("Her partner is HIV-positive; she has been tested twice.",
+                 "His boyfriend has HIV and takes antiretroviral therapy."):
+        got = [m.spec.id for m in table.find(text)]
+        assert "immunosuppression" not in got, (text, got)
+    assert "immunosuppression" in [m.spec.id for m in table.find("He is HIV-positive.")]
