@@ -817,9 +817,14 @@ class HKI:
                    if v is not None and abs(getattr(base.config, name, v) - v) >= 1e-12}
         if drop_broader is not None and drop_broader != getattr(base.config, "drop_broader", drop_broader):
             changes["drop_broader"] = bool(drop_broader)
+        return self._variant(base, changes)
+
+    def _variant(self, base: Any, changes: dict[str, Any]) -> Any:
+        """``base`` (a KG ranker), or its copy with the config ``changes``, built once per (config, changes) and kept
+        (copies share the ranker's index)."""
         if not changes:
             return base
-        key = tuple(sorted(changes.items()))
+        key = (base.config, tuple(sorted(changes.items())))   # RankerConfig is frozen, so hashable
         with _VARIANT_LOCK:
             if key not in self._variants:
                 self._variants[key] = type(base)(self.kg, replace(base.config, **changes))
@@ -829,14 +834,9 @@ class HKI:
                     regions: Sequence[str], course: str | None) -> dict[str, float]:
         """Every disease's KG ranking score from its own edges alone: the ranking again with no parent taking over
         a subtype's findings (a copy of ``ranker`` sharing its index, built once)."""
-        cfg = getattr(ranker, "config", None)
-        if cfg is None or not hasattr(ranker, "scores"):
+        if getattr(ranker, "config", None) is None or not hasattr(ranker, "scores"):
             return {}
-        key = ("own", cfg)      # one copy per ranker configuration (RankerConfig is frozen, so hashable)
-        with _VARIANT_LOCK:
-            if key not in self._variants:
-                self._variants[key] = type(ranker)(self.kg, replace(cfg, propagate_discount=0.0))
-            own = self._variants[key]
+        own = self._variant(ranker, {"propagate_discount": 0.0})
         findings, negs = findings_used
         return own.scores(findings, negs, age=extraction.age_years if extraction else None,
                           sex=extraction.sex if extraction else None, regions=regions, course=course)

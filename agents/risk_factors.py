@@ -32,10 +32,12 @@ _DENIED_BEFORE = re.compile(
     r"(?:\b(?:no|not|never|without|denies|denied|denying|negative\s+for|free\s+of|nor|quit\s+drinking|abstains?"
     r"|abstinent|stopped\s+drinking)\b(?:(?!\b(?:but|however|although|though|yet|and\s+(?:has|is|was|reports|admits|"
     r"uses|drinks|smokes))\b)[^.;:!?\n]){0,50}|\bnon-?)\Z", re.I)
-# the exposure is a relative's or someone else's ("her father smokes", "family history of alcoholism")
+# the exposure is a relative's or someone else's ("her father smokes", "family history of alcoholism", "her partner is
+# HIV-positive": the partner's infection, not a weakened immunity of the patient's own)
 _SOMEONE_ELSE = re.compile(
     r"\b(?:father|mother|parents?|brother|sister|siblings?|sons?|daughters?|husband|wife|roommates?|grand\w+|"
-    r"uncle|aunt|cousin|family\s+history|friends?|coworkers?|colleagues?)\b[^.;:!?\n]{0,40}\Z", re.I)
+    r"uncle|aunt|cousin|family\s+history|friends?|coworkers?|colleagues?|(?:his|her|their|a|the)\s+(?:sexual\s+)?(?:partner|boyfriend|girlfriend|spouse))\b"
+    r"[^.;:!?\n]{0,40}\Z", re.I)
 
 
 class RiskFactorsError(ValueError):

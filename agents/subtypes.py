@@ -38,6 +38,7 @@ def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, flo
     if ratio <= 0 or len(candidates) < 2:
         return candidates
     out = list(candidates)
+    above = {c.concept_id: set(kg.ancestors(c.concept_id, depth)) for c in out}
 
     def below(p: str) -> set[str]:
         seen: set[str] = set()
@@ -53,7 +54,7 @@ def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, flo
         for j in range(i + 1, len(out)):
             child = out[j]
             c_own = own.get(child.concept_id, 0.0)
-            if c_own <= 0 or p_own >= ratio * c_own or parent.concept_id not in kg.ancestors(child.concept_id, depth):
+            if c_own <= 0 or p_own >= ratio * c_own or parent.concept_id not in above[child.concept_id]:
                 continue
             rivals = [own.get(x, 0.0) for x in below(parent.concept_id) if x != child.concept_id]
             if c_own < standout * max(rivals, default=0.0):
