@@ -141,3 +141,30 @@ def test_a_course_reaches_the_graph_and_weighs_a_chronic_disease_down_for_an_ill
     assert acute[0] > chronic[0]
     assert acute[1] == pytest.approx(chronic[1] * ranker.config.course_mismatch, rel=0.02)
     assert unsaid[1] == pytest.approx(chronic[1], rel=0.02)
+
+
+INFECTIVE_ENDOCARDITIS, PNEUMOCYSTOSIS, PNEUMOCYSTIS_HEADING = "DOID:0060000", "DOID:11339", "MESH:D016720"
+MURMUR_CASE = ("A 29-year-old man who injects heroin has had fever and chills for a week. There is a new "
+               "holosystolic murmur at the left lower sternal border.")
+PCP_CASE = "Three weeks of fever, dry cough and breathlessness on exertion; SpO2 89% on room air."
+
+
+def test_a_described_murmur_reaches_endocarditis_and_one_node_carries_pneumocystis_pneumonia(knowledge, kg):
+    """HPO files a holosystolic murmur two steps below "heart murmur", beyond the ranker's one step up: the
+    endocarditis entries name the regurgitant murmurs themselves, so fever, chills and a holosystolic murmur rank
+    infective endocarditis among the first ten (without the table it is out of the first 40). The Pneumocystis
+    entry sits on the Disease Ontology's pneumocystosis (whose names are the pneumonia's), not on MeSH's
+    "Pneumocystis Infections" heading, which has no finding edge left, so one node, not two, answers for it."""
+    res = Resources(llm_config=LLMConfig(), kg=kg, index=knowledge[1])
+    ranker = KGRanker(kg)
+    place, _, ex = _place(res, ranker, MURMUR_CASE, INFECTIVE_ENDOCARDITIS)
+    assert "HP:0031667" in {e.concept_id for e in ex.entities}, ex.entities
+    assert place < 10, place
+    without = KGRanker(kg, replace(ranker.config, cardinal_strength=0.0))
+    ex0 = res.mee.extract(MURMUR_CASE)
+    ranked0 = [c.concept_id for c in without.rank(*ranking_findings(ex0), k=40, age=ex0.age_years, sex=ex0.sex)]
+    assert INFECTIVE_ENDOCARDITIS not in ranked0
+    g = kg.graph
+    assert not [v for _, v, k in g.out_edges(PNEUMOCYSTIS_HEADING, keys=True) if k in ("has_symptom", "has_phenotype")]
+    place, _, _ = _place(res, ranker, PCP_CASE, PNEUMOCYSTOSIS)
+    assert place < 3, place
