@@ -72,6 +72,8 @@ def test_every_rule_has_a_reason_and_a_citation():
     (["back pain"], 40, "male", {"DOID:0080685", "DOID:11577", "DOID:11387"}),
     (["sore throat"], 25, None, {"DOID:9398"}),
     (["right upper quadrant abdominal pain", "fever"], 40, "female", {"DOID:14271"}),
+    # the examination's "sudden, painless loss of vision" is read as this specific finding, not "visual loss"
+    (["Sudden loss of visual acuity"], 68, "male", {"DOID:13098", "DOID:5327", "DOID:13375"}),
 ])
 def test_the_common_presenting_complaints_are_covered(engine, kg, findings, age, sex, expected):
     from agents.types import Entity, Extraction
