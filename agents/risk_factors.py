@@ -38,6 +38,21 @@ _SOMEONE_ELSE = re.compile(
     r"\b(?:father|mother|parents?|brother|sister|siblings?|sons?|daughters?|husband|wife|roommates?|grand\w+|"
     r"uncle|aunt|cousin|family\s+history|friends?|coworkers?|colleagues?|(?:his|her|their|a|the)\s+(?:sexual\s+)?(?:partner|boyfriend|girlfriend|spouse))\b"
     r"[^.;:!?\n]{0,40}\Z", re.I)
+# ... unless that person is only the object of the patient's sentence and the patient takes it back: "lives with his
+# partner and injects heroin", "married to her husband and is HIV-positive" (but "a partner who injects heroin" and
+# "her father smokes and drinks" stay someone else's)
+_OBJECT_OF = re.compile(r"\b(?:with|to|from|for|by)\s+(?:(?:his|her|their|a|the|my)\s+)?(?:\w+\s+)?\Z", re.I)
+# "... and [he/she] [is/has ...]" right before the exposure, no relative clause ("who drinks") in between
+_OWN_AGAIN = re.compile(r"^(?!.*\b(?:who|that|which|whose)\b).*\band\s+(?:(?:he|she|they)\s+)?"
+                        r"(?:(?:is|has|was|also|still|currently|reports|admits)\s+)*\Z", re.I)
+
+
+def _someone_elses(before: str) -> bool:
+    """The exposure named right after ``before`` is a relative's or another person's (see ``_SOMEONE_ELSE``)."""
+    m = _SOMEONE_ELSE.search(before)
+    if m is None:
+        return False
+    return not (_OBJECT_OF.search(before[:m.start()]) and _OWN_AGAIN.search(m.group(0)))
 
 
 class RiskFactorsError(ValueError):
@@ -117,7 +132,7 @@ class RiskFactors:
                 if m.end() <= m.start():
                     continue
                 before = text[max(0, m.start() - 80): m.start()]
-                if _DENIED_BEFORE.search(before) or _SOMEONE_ELSE.search(before):
+                if _DENIED_BEFORE.search(before) or _someone_elses(before):
                     continue
                 out.append(ExposureMention(spec, m.start(), m.end(), m.group(0)))
                 break

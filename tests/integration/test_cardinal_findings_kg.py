@@ -161,8 +161,7 @@ def test_a_described_murmur_reaches_endocarditis_and_one_node_carries_pneumocyst
     assert "HP:0031667" in {e.concept_id for e in ex.entities}, ex.entities
     assert place < 10, place
     without = KGRanker(kg, replace(ranker.config, cardinal_strength=0.0))
-    ex0 = res.mee.extract(MURMUR_CASE)
-    ranked0 = [c.concept_id for c in without.rank(*ranking_findings(ex0), k=40, age=ex0.age_years, sex=ex0.sex)]
+    ranked0 = [c.concept_id for c in without.rank(*ranking_findings(ex), k=40, age=ex.age_years, sex=ex.sex)]
     assert INFECTIVE_ENDOCARDITIS not in ranked0
     g = kg.graph
     assert not [v for _, v, k in g.out_edges(PNEUMOCYSTIS_HEADING, keys=True) if k in ("has_symptom", "has_phenotype")]
