@@ -64,7 +64,7 @@ from .textutil import is_question, sentences
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-7"
+MINER_VERSION = "miner-8"
 # "definition": the NCI Thesaurus definitions the knowledge graph keeps for its diseases (read as short documents)
 QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
@@ -84,6 +84,30 @@ _HEDGE = re.compile(r"\b(?:if|when|whenever|whether|unless|unclear|unknown|uncer
 _RISK = re.compile(r"\b(?:risks?|chances?|more likely|likelihood|predispos\w*)\b", re.I)
 # a comparison with another condition is not a statement about this one
 _COMPARISON = re.compile(r"\b(?:similar to|like those of|mimic\w*|resembl\w*|mistaken for|confused with)\b", re.I)
+# "Signs and symptoms of a bacterial infection include fever, chills ..." on a mitral valve prolapse page lists the
+# signs of another condition (a complication, a test reaction): the named condition shares no word with the page's
+# disease, so the sentence's findings are not this disease's
+_SIGNS_OF = re.compile(r"\b(?:signs?|symptoms?)\s+(?:(?:and|or)\s+(?:signs?|symptoms?)\s+)?of\s+(?:a|an)\s+"
+                       r"([a-z][^,.;:()]{2,60}?)\s+(?:include|includes|may|might|can|could|are|is)\b", re.I)
+_WORD = re.compile(r"[a-z]{4,}")
+_PLAIN_WORDS = frozenset(("severe", "mild", "acute", "chronic", "sudden", "serious", "possible", "common", "other",
+                          "early", "late", "high", "very", "kind", "type", "form", "case", "attack", "episode"))
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _signs_of_another(sentence: str, own_words: frozenset[str]) -> str | None:
+    """The condition a "signs of a ... include" sentence is about when none of its words is one of ``own_words``
+    (stems of the page's disease names), else None."""
+    m = _SIGNS_OF.search(sentence)
+    if not m:
+        return None
+    words = {_stem(w) for w in _WORD.findall(m.group(1).lower())} - _PLAIN_WORDS
+    return m.group(1) if words and not words & own_words else None
+
+
 # a causes or tests page speaks of findings only in sentences that say so (the rest are causes, risk factors, test
 # procedures and their side effects)
 _SPEAKS_OF_FINDINGS = re.compile(r"\b(?:symptoms?|signs?)\b", re.I)
@@ -360,6 +384,16 @@ class Miner:
             out.update([a.get("name") or "", *(a.get("synonyms") or ())])
         return sorted({n.lower() for n in out if n and len(n.split()) >= 3})
 
+    def own_words(self, doc: Any, diseases: Sequence[str]) -> frozenset[str]:
+        """Word stems (four letters or more) of the page's focus, its synonyms and its diseases' names and synonyms,
+        with those of their ancestors and descendants two levels down (:meth:`topic`)."""
+        names = [doc.focus, *(getattr(doc, "synonyms", ()) or ())]
+        for d in diseases:
+            for t in self.topic(d):
+                a = self.kg.graph.nodes.get(t) or {}
+                names += [a.get("name") or "", *(a.get("synonyms") or ())]
+        return frozenset(_stem(w) for n in names if n for w in _WORD.findall(n.lower()))
+
     def topic(self, disease: str) -> frozenset[str]:
         """The disease, its equivalents, ancestors and descendants (two levels): the names that do not make a
         sentence about another disease."""
@@ -433,6 +467,7 @@ class Miner:
             topic = frozenset().union(*(self.topic(d) for d in ids))
             cue = _SENTENCE_CUES.get(doc.question_type)
             names = self.names_of(doc, ids)
+            own_words = self.own_words(doc, ids)
             lead_other = False           # the sentence that leads into a list names another disease
             lead_cue = False             # ... speaks of findings ("Symptoms include:"): its items do too
             for a, b, item in self.sentence_spans(text):
@@ -446,6 +481,9 @@ class Miner:
                     lead_cue = cue is not None and bool(cue.search(sent))
                 if cue is not None and not cue.search(sent) and not (item and lead_cue):
                     stats["sentences_without_cue"] += 1
+                    continue
+                if _signs_of_another(sent, own_words) is not None:
+                    stats["sentences_about_another_condition"] += 1
                     continue
                 low = sent.lower()
                 own = [(m.start(), m.end()) for name in names for m in re.finditer(re.escape(name), low)]

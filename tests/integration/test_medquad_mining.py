@@ -102,6 +102,25 @@ def test_a_negated_mention_gives_no_edge(miner, docs):
     assert e is None or NEGATED not in e.sentence
 
 
+def test_the_signs_of_another_condition_are_not_the_pages_disease(miner):
+    """The mitral valve prolapse page lists the signs of the infection it can lead to ("Signs and symptoms of a
+    bacterial infection include fever, chills, body aches, and headaches"): none of them becomes a prolapse finding,
+    while its own symptoms do; "Signs of a gallstone attack may include ..." on the gallstones page stays the page's."""
+    mvp = "Signs and symptoms of a bacterial infection include fever, chills, body aches, and headaches."
+    [page] = [d for d in iter_documents(organisations=["NHLBI"]) if d.doc_id == "NHLBI_0000091-5"]
+    assert mvp in page.text
+    res = miner.mine([page])
+    assert res.stats.get("sentences_about_another_condition", 0) >= 1
+    assert res.edges and not [e for e in res.edges if e.sentence == mvp]
+    assert {"palpitation", "chest pain"} & {e.finding_name.lower() for e in res.edges}
+    gall = ("Signs of a gallstone attack may include nausea, vomiting, or pain in the abdomen, back, or just under "
+            "the right arm.")
+    [page] = [d for d in iter_documents(organisations=["MPlusHealthTopics"])
+              if d.doc_id == "MPlusHealthTopics_0000388-1"]
+    assert gall in page.text
+    assert [e for e in miner.mine([page]).edges if e.sentence == gall]
+
+
 def test_the_cli_writes_a_valid_file_that_loads_over_the_graph(kg, tmp_path, capsys):
     out = tmp_path / "mined.jsonl"
     assert main(["kg", "mine", "--organisations", "NHLBI", "--limit", "25", "--out", str(out), "--json",
