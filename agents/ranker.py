@@ -18,8 +18,8 @@ matched through that xref edge with strength ``equivalent_disease``.
 
 * Disease Ontology curated disease -> symptom edge: ``do_strength`` (strong);
 * HPO annotation: its frequency; unknown frequency -> ``hpo_default``; floored at ``hpo_min`` and capped at
-  ``hpo_max`` (0.45, the cardinal-findings strength: a rare disease's "very frequent" annotation says no more than a
-  textbook's cardinal finding of a common one; uncapped, every rare disease annotated with a presentation's findings
+  ``hpo_max`` (0.45, at most the cardinal-findings strength: a rare disease's "very frequent" annotation says no more
+  than a textbook's cardinal finding of a common one; uncapped, every rare disease annotated with a presentation's findings
   at frequency 0.9 outranked the textbook entry. Chosen on the dev halves among 1 (no cap), 0.6, 0.45 and 0.3:
   top-5 Symptom2Disease 36.5 / 37.7 / 38.0 / 37.8, DDXPlus 54.3 / 54.5 / 55.8 / 55.3, MedQA 35.7 / 33.9 / 33.9 / 33.9,
   one question of 56);
@@ -116,8 +116,10 @@ class RankerConfig:
     hsdn_ref: float = 2000.0
     other_strength: float = 0.5           # an edge from a source the ranker does not know
     mined_strength: float = 0.6           # an edge mined from a MedQuAD sentence (source "medquad-mined")
-    cardinal_strength: float = 0.45       # a curated cardinal finding of a common disease (source "kg-cardinal";
-                                          # chosen on the dev halves among 0.3, 0.45, 0.6, 0.9)
+    cardinal_strength: float = 0.75       # a curated cardinal finding of a common disease (source "kg-cardinal";
+                                          # chosen on the dev halves among 0.3, 0.45, 0.6, 0.9 when the table
+                                          # was small (0.45), and again among 0.45, 0.6, 0.75, 0.9 with its 1,388
+                                          # entries (2026-11-29): docs/cardinal-findings.md)
     equivalent_disease: float = 0.9       # the finding is xref-equivalent to the disease itself
     child_discount: float = 0.8
     child_depth: int = 1
