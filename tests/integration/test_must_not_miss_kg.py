@@ -74,6 +74,8 @@ def test_every_rule_has_a_reason_and_a_citation():
     (["right upper quadrant abdominal pain", "fever"], 40, "female", {"DOID:14271"}),
     # the examination's "sudden, painless loss of vision" is read as this specific finding, not "visual loss"
     (["Sudden loss of visual acuity"], 68, "male", {"DOID:13098", "DOID:5327", "DOID:13375"}),
+    # a cough in HIV infection: Pneumocystis pneumonia and tuberculosis
+    (["dry cough", "human immunodeficiency virus infectious disease"], 42, "male", {"DOID:11339", "DOID:2957"}),
 ])
 def test_the_common_presenting_complaints_are_covered(engine, kg, findings, age, sex, expected):
     from agents.types import Entity, Extraction
@@ -81,6 +83,14 @@ def test_the_common_presenting_complaints_are_covered(engine, kg, findings, age,
     ents = [Entity(text=f, category="symptom", concept_id=kg.lookup(f)[0].id) for f in findings]
     got = {i.concept_id for i in engine.check(Extraction(entities=ents, age_years=age, sex=sex))}
     assert expected <= got, expected - got
+
+
+def test_a_cough_without_hiv_does_not_raise_pneumocystis(engine, kg):
+    from agents.types import Entity, Extraction
+
+    ents = [Entity(text="dry cough", category="symptom", concept_id=kg.lookup("dry cough")[0].id)]
+    got = {i.concept_id for i in engine.check(Extraction(entities=ents, age_years=42, sex="male"))}
+    assert "DOID:11339" not in got and "DOID:2957" not in got
 
 
 def test_pain_confined_to_another_quadrant_does_not_raise_appendicitis(engine, kg):
