@@ -22,7 +22,7 @@ from knowledge.text import fold
 
 log = logging.getLogger(__name__)
 
-LEXICON_VERSION = 10  # bump when build_lexicon changes
+LEXICON_VERSION = 11  # bump when build_lexicon changes
 
 # Vocabulary category -> Entity.category.
 CATEGORY_MAP: dict[str, Category] = {
@@ -112,6 +112,9 @@ CLINICAL_ABBREVIATIONS: dict[str, tuple[str, ...]] = {
     "OA": ("osteoarthritis",),
     "TB": ("tuberculosis",),
     "HIV": ("HIV infection",),
+    # one token each: "a 35-year-old HIV-positive woman" names the infection too
+    "HIV-positive": ("HIV infection",), "HIV+": ("HIV infection",), "HIV-infected": ("HIV infection",),
+    "HIV-seropositive": ("HIV infection",),
     "URTI": ("upper respiratory tract infection",),
     "BRBPR": ("hematochezia",),
     "HSM": ("hepatosplenomegaly",),

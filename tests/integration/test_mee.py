@@ -119,6 +119,16 @@ def test_abbreviations(mee):
     assert [d.days for d in ex.durations] == [14.0]
 
 
+def test_hiv_positive_in_one_token_names_the_infection(mee):
+    """"A 35-year-old HIV-positive woman" is one token for the tokenizer: the infection is read from it, and a
+    partner's status stays the partner's."""
+    ex = mee.extract("A 35-year-old HIV-positive woman has had a dry cough for two weeks.")
+    hiv = by_text(ex, "HIV-positive")
+    assert hiv.category == "disease" and "immunodeficiency" in hiv.concept_name.lower() and not hiv.family
+    other = by_text(mee.extract("Her partner is HIV-positive; she has a cough."), "HIV-positive")
+    assert other.family
+
+
 def test_document_defined_abbreviation_wins_over_map(mee):
     # "CP" is chest pain in the clinical map, but this text defines it as cerebral palsy
     ex = mee.extract("Child with cerebral palsy (CP) and seizures. CP diagnosed at age 2.")
