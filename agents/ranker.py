@@ -19,8 +19,8 @@ matched through that xref edge with strength ``equivalent_disease``.
 * Disease Ontology curated disease -> symptom edge: ``do_strength`` (strong);
 * HPO annotation: its frequency; unknown frequency -> ``hpo_default``; floored at ``hpo_min`` and capped at
   ``hpo_max`` (0.45, at most the cardinal-findings strength: a rare disease's "very frequent" annotation says no more
-  than a textbook's cardinal finding of a common one; uncapped, every rare disease annotated with a presentation's findings
-  at frequency 0.9 outranked the textbook entry. Chosen on the dev halves among 1 (no cap), 0.6, 0.45 and 0.3:
+  than a textbook's cardinal finding of a common one; uncapped, every rare disease annotated with a presentation's
+  findings at frequency 0.9 outranked the textbook entry. Chosen on the dev halves among 1 (no cap), 0.6, 0.45 and 0.3:
   top-5 Symptom2Disease 36.5 / 37.7 / 38.0 / 37.8, DDXPlus 54.3 / 54.5 / 55.8 / 55.3, MedQA 35.7 / 33.9 / 33.9 / 33.9,
   one question of 56);
 * HSDN literature co-occurrence: the TF-IDF weight ``w`` on a log scale,
