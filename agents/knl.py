@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from .textutil import fence, is_boilerplate, is_question, sentences, terms
+from .textutil import fence, is_boilerplate, is_question, name_stems, sentences, signs_of_another, terms
 from .types import Evidence, Sentence
 
 _REL = {
@@ -253,8 +253,12 @@ def template(ev: Evidence, query_terms: set[str] | None = None, max_sentences: i
     topic = m.get("focus") or ev.title or ""
     section = m.get("section")
     lead = f"{head} on {topic}" + (f" ({section})" if section else "")
+    # nor a sentence listing another condition's signs ("symptoms of a cold or the flu include ..." on the
+    # bronchitis page): it is no evidence for the page's disease
+    own = name_stems([topic, ev.title or "", ev.query or ""])
     sents = [(a, b) for a, b in (sentences(text) or [(0, len(text))])
-             if not is_question(text[a:b]) and not is_boilerplate(text[a:b])]
+             if not is_question(text[a:b]) and not is_boilerplate(text[a:b])
+             and signs_of_another(text[a:b], own) is None]
     if not sents:   # nothing but questions: no quote
         return Sentence(evidence_id=ev.id, text="", span=None, lead=lead)
     if query_terms and len(sents) > max_sentences:

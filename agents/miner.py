@@ -59,7 +59,7 @@ from knowledge.kg.mesh_nodes import subtree_size
 from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_ORGANISATION, ncit_definitions, ncit_url
 
-from .textutil import is_question, sentences
+from .textutil import is_question, name_stems, sentences, signs_of_another
 
 log = logging.getLogger(__name__)
 
@@ -87,27 +87,6 @@ _COMPARISON = re.compile(r"\b(?:similar to|like those of|mimic\w*|resembl\w*|mis
 # "Signs and symptoms of a bacterial infection include fever, chills ..." on a mitral valve prolapse page lists the
 # signs of another condition (a complication, a test reaction): the named condition shares no word with the page's
 # disease, so the sentence's findings are not this disease's
-_SIGNS_OF = re.compile(r"\b(?:signs?|symptoms?)\s+(?:(?:and|or)\s+(?:signs?|symptoms?)\s+)?of\s+(?:a|an)\s+"
-                       r"([a-z][^,.;:()]{2,60}?)\s+(?:include|includes|may|might|can|could|are|is)\b", re.I)
-_WORD = re.compile(r"[a-z]{4,}")
-_PLAIN_WORDS = frozenset(("severe", "mild", "acute", "chronic", "sudden", "serious", "possible", "common", "other",
-                          "early", "late", "high", "very", "kind", "type", "form", "case", "attack", "episode"))
-
-
-def _stem(word: str) -> str:
-    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
-
-
-def _signs_of_another(sentence: str, own_words: frozenset[str]) -> str | None:
-    """The condition a "signs of a ... include" sentence is about when none of its words is one of ``own_words``
-    (stems of the page's disease names), else None."""
-    m = _SIGNS_OF.search(sentence)
-    if not m:
-        return None
-    words = {_stem(w) for w in _WORD.findall(m.group(1).lower())} - _PLAIN_WORDS
-    return m.group(1) if words and not words & own_words else None
-
-
 # a causes or tests page speaks of findings only in sentences that say so (the rest are causes, risk factors, test
 # procedures and their side effects)
 _SPEAKS_OF_FINDINGS = re.compile(r"\b(?:symptoms?|signs?)\b", re.I)
@@ -392,7 +371,7 @@ class Miner:
             for t in self.topic(d):
                 a = self.kg.graph.nodes.get(t) or {}
                 names += [a.get("name") or "", *(a.get("synonyms") or ())]
-        return frozenset(_stem(w) for n in names if n for w in _WORD.findall(n.lower()))
+        return name_stems(names)
 
     def topic(self, disease: str) -> frozenset[str]:
         """The disease, its equivalents, ancestors and descendants (two levels): the names that do not make a
@@ -482,7 +461,7 @@ class Miner:
                 if cue is not None and not cue.search(sent) and not (item and lead_cue):
                     stats["sentences_without_cue"] += 1
                     continue
-                if _signs_of_another(sent, own_words) is not None:
+                if signs_of_another(sent, own_words) is not None:
                     stats["sentences_about_another_condition"] += 1
                     continue
                 low = sent.lower()

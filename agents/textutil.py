@@ -6,6 +6,7 @@ Word normalisation (stop words, stemming) lives in :mod:`knowledge.text`; :func:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from knowledge.text import terms
 
@@ -98,4 +99,33 @@ def fence(text: str) -> str:
     return text.replace("<<<", "‹‹‹").replace(">>>", "›››")
 
 
-__all__ = ["sentences", "is_question", "is_boilerplate", "terms", "fence"]
+# "signs of a bacterial infection include ...", "symptoms of a cold or the flu may ...": the condition named is the
+# sentence's topic, whatever page it is on
+_SIGNS_OF = re.compile(r"\b(?:signs?|symptoms?)\s+(?:(?:and|or)\s+(?:signs?|symptoms?)\s+)?of\s+(?:a|an)\s+"
+                       r"([a-z][^,.;:()]{2,60}?)\s+(?:include|includes|may|might|can|could|are|is)\b", re.I)
+_NAME_WORD = re.compile(r"[a-z]{4,}")
+_PLAIN_WORDS = frozenset(("severe", "mild", "acute", "chronic", "sudden", "serious", "possible", "common", "other",
+                          "early", "late", "high", "very", "kind", "type", "form", "case", "attack", "episode"))
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def name_stems(names: Iterable[str]) -> frozenset[str]:
+    """Word stems (four letters or more, a plural's "s" dropped) of disease names: what
+    :func:`signs_of_another` compares with."""
+    return frozenset(_stem(w) for n in names if n for w in _NAME_WORD.findall(n.lower()))
+
+
+def signs_of_another(sentence: str, own_words: frozenset[str]) -> str | None:
+    """The condition a "signs of a ... include" sentence is about when none of its words is one of ``own_words``
+    (:func:`name_stems` of the page's disease names), else None."""
+    m = _SIGNS_OF.search(sentence)
+    if not m:
+        return None
+    words = {_stem(w) for w in _NAME_WORD.findall(m.group(1).lower())} - _PLAIN_WORDS
+    return m.group(1) if words and not words & own_words else None
+
+
+__all__ = ["sentences", "is_question", "is_boilerplate", "terms", "fence", "name_stems", "signs_of_another"]

@@ -276,3 +276,30 @@ def test_space_split_relation_names_are_mended():
     """Seen in the Disease Ontology: "has _symptom" (a stray space before the underscore)."""
     out = prose_definition("A viral infectious disease. The infection has _symptom fever, muscle pain and cough.")
     assert "_" not in out and "presents with fever, muscle pain and cough" in out
+
+
+# the NHLBI bronchitis page's symptoms answer (MedQuAD NHLBI_0000021-5), as the index holds it
+NHLBI_BRONCHITIS = (
+    "Acute Bronchitis\n\nAcute bronchitis caused by an infection usually develops after you already have a cold or the "
+    "flu. Symptoms of a cold or the flu include sore throat, fatigue (tiredness), fever, body aches, stuffy or runny "
+    "nose, vomiting, and diarrhea.\n\nThe main symptom of acute bronchitis is a persistent cough, which may last 10 to "
+    "20 days. The cough may produce clear mucus (a slimy substance). If the mucus is yellow or green, you may have a "
+    "bacterial infection as well. Even after the infection clears up, you may still have a dry cough for days or "
+    "weeks.\n\nOther symptoms of acute bronchitis include wheezing (a whistling or squeaky sound when you breathe), low "
+    "fever, and chest tightness or pain.")
+
+
+def test_a_sentence_listing_another_conditions_signs_is_not_quoted_for_the_pages_disease():
+    """The bronchitis page lists the signs of a cold or the flu: they are no evidence of bronchitis, however well they
+    match the presentation; the page's own symptom sentences are quoted instead. On the flu's own page, or for a
+    query about a cold, the sentence is the topic's."""
+    def chunk(focus):
+        return Evidence(id="B:NHLBI_0000021-5#0", role="B", kind="chunk", text=NHLBI_BRONCHITIS,
+                        span=(0, len(NHLBI_BRONCHITIS)), organisation="NHLBI",
+                        meta={"focus": focus, "section": "symptoms"})
+
+    query = {"fever", "cough", "bodi", "ach", "fatigu", "sore", "throat", "dry", "body", "aches"}
+    s = template(chunk("Bronchitis"), query, max_sentences=2)
+    assert "cold or the flu include" not in s.text and "dry cough" in s.text
+    assert s.lead == "NHLBI on Bronchitis (symptoms)"
+    assert "cold or the flu include" in template(chunk("Common cold"), query, max_sentences=2).text
