@@ -348,11 +348,11 @@ class Generator:
             items.append(DifferentialItem(rank=len(items) + 1, diagnosis=c.name, concept_id=_real_id(c.concept_id),
                                           likelihood=lik, rationale=" ".join(p for p in parts if not p.startswith("#")),
                                           citations=chosen, origins=list(c.origins),
-                                          note="; ".join(x for x in (subtype_words(c, names),
+                                          note="; ".join(x for x in (subtype_words(c, names), also_words(c),
                                                                      f"demoted: {c.demoted}" if c.demoted else "")
                                                          if x)))
             used.update(chosen)
-            kind = subtype_words(c, names)
+            kind = "; ".join(x for x in (subtype_words(c, names), also_words(c)) if x)
             lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: {lik}; score {c.score:.2f}"
                          f"{'; ' + origin_words(c.origins) if 'model' in c.origins else ''}"
                          f"{'; ' + kind if kind else ''})")
@@ -439,6 +439,12 @@ def subtype_words(c: Candidate, names: dict[str, str]) -> str:
     if not c.subtype_of:
         return ""
     return f"a kind of {names.get(c.subtype_of, c.subtype_of)} that the findings single out"
+
+
+def also_words(c: Candidate) -> str:
+    """How a candidate relates to one ranked before it ("a broader term for hemorrhagic stroke"), or what was folded
+    into it ("also covers stroke (a broader term)"); "" for neither (:func:`agents.subtypes.mark_relatives`)."""
+    return "; ".join(x for x in (c.relative_of, "also covers " + ", ".join(c.also.values()) if c.also else "") if x)
 
 
 def candidate_line(c: Candidate) -> str:

@@ -21,7 +21,7 @@ from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
-from .subtypes import has_subtype_pair, name_subtypes_first
+from .subtypes import has_subtype_pair, mark_relatives, name_subtypes_first
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction, ProposedDiagnosis
 
@@ -70,6 +70,8 @@ class RetrievalParams:
     use_subtypes: bool = True          # a subtype that alone fits is named before its parent (name_subtypes_first)
     subtype_ratio: float = 0.5         # ... when the parent's own KG score is under this share of the subtype's
     subtype_standout: float = 2.0      # ... and the subtype's is this many times the parent's next subtype's
+    relatives_depth: int = 2           # a later candidate this many is_a steps from an earlier one says how they relate
+    fold_relatives: bool = False       # ... or is folded into it (subtypes.mark_relatives; off: dev halves, results.md)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -100,7 +102,9 @@ class RetrievalParams:
                    model_first_support=getattr(cfg, "model_first_support", 0),
                    use_subtypes=getattr(cfg, "use_subtypes", True),
                    subtype_ratio=getattr(cfg, "subtype_ratio", 0.5),
-                   subtype_standout=getattr(cfg, "subtype_standout", 2.0))
+                   subtype_standout=getattr(cfg, "subtype_standout", 2.0),
+                   relatives_depth=getattr(cfg, "relatives_depth", 2),
+                   fold_relatives=getattr(cfg, "fold_relatives", False))
 
 
 _KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
@@ -550,6 +554,8 @@ class HKI:
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if p.model_first_support > 0 and candidates:
             candidates = keep_model_first(candidates, p.model_first_support)
+        if p.relatives_depth > 0 and candidates:
+            candidates = mark_relatives(candidates, self.kg, p.relatives_depth, fold=p.fold_relatives)
         sign_of = {h.concept_id: h for h in sign_hits}
         if candidates:
             top = candidates[0].score or 1.0

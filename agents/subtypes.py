@@ -71,4 +71,52 @@ def name_subtypes_first(candidates: list[Candidate], kg: Any, own: dict[str, flo
     return out
 
 
-__all__ = ["has_subtype_pair", "name_subtypes_first"]
+def mark_relatives(candidates: list[Candidate], kg: Any, depth: int = 2, fold: bool = False) -> list[Candidate]:
+    """Says which candidates name a disease ranked earlier again: another id of it, a broader term or a kind of it
+    (``is_a`` up to ``depth`` steps either way). "Stroke" after "hemorrhagic stroke" reads as one diagnosis twice
+    unless the differential says how the two relate: the later one's ``relative_of`` says so ("a broader term for
+    hemorrhagic stroke"). With ``fold`` it is folded into the earlier one instead and gives its place to the next
+    disease (the earlier one lists it in ``also``, id -> words, and names it in its explanation; a candidate the
+    language model proposed is never folded) — measured on the dev halves, folding loses more than it gains on strict
+    matching ("coronary artery disease" after "myocardial infarction" is the gold of stable angina), so it is off by
+    default (``docs/results.md``)."""
+    if len(candidates) < 2 or depth <= 0:
+        return candidates
+    kept: list[Candidate] = []
+    same: list[set[str]] = []          # per kept candidate: its id and its equivalents
+    above: list[set[str]] = []         # ... its ancestors
+    folded: dict[int, list[tuple[str, str]]] = {}
+    for c in candidates:
+        mine = {c.concept_id, *kg.equivalents(c.concept_id)}
+        mine_above = set(kg.ancestors(c.concept_id, depth))
+        home, how = None, ""
+        for i in range(len(kept)):
+            if mine & same[i]:
+                home, how = i, "another name"
+            elif mine & above[i]:
+                home, how = i, "a broader term"
+            elif same[i] & mine_above:
+                home, how = i, "a kind"
+            if home is not None:
+                break
+        if home is None or not fold or "model" in c.origins:
+            if home is not None:
+                c = c.model_copy(update={"relative_of": f"{how} {'of' if how == 'a kind' else 'for'} "
+                                                        f"{kept[home].name}"})
+            kept.append(c)
+            same.append(mine)
+            above.append(set().union(*(kg.ancestors(x, depth) for x in mine)))
+            continue
+        folded.setdefault(home, []).append((c.concept_id, f"{c.name} ({how})"))
+    out = []
+    for i, k in enumerate(kept):
+        extra = folded.get(i)
+        if extra:
+            note = "also covers " + ", ".join(n for _, n in extra)
+            k = k.model_copy(update={"also": {**k.also, **dict(extra)},
+                                     "explanation": f"{k.explanation}; {note}" if k.explanation else note})
+        out.append(k)
+    return out
+
+
+__all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first"]

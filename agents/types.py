@@ -139,6 +139,10 @@ class Candidate(BaseModel):
     knowledge_score: float = 0.0     # the fused score without the language model's part (the knowledge-based rank)
     model_reason: str = ""           # the model's reason, when it proposed the disease (not checked)
     subtype_of: str = ""             # the parent disease it was named before (subtypes.name_subtypes_first): not a rival
+    # how it relates to a disease ranked before it ("a broader term for hemorrhagic stroke"; subtypes.mark_relatives)
+    relative_of: str = ""
+    # with folding, the other names, kinds and broader terms folded into it: id -> "stroke (a broader term)"
+    also: dict[str, str] = Field(default_factory=dict)
 
 
 class Sentence(BaseModel):

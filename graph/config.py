@@ -47,6 +47,12 @@ class PipelineConfig(BaseModel):
     use_subtypes: bool = True
     subtype_ratio: float = Field(0.5, ge=0.0, le=10.0)
     subtype_standout: float = Field(2.0, ge=1.0, le=100.0)
+    # a broader term, a kind (is_a up to relatives_depth steps either way; 0: not looked for) or another id of a disease
+    # ranked earlier says so ("a broader term for hemorrhagic stroke"); with fold_relatives it is folded into that one
+    # ("also covers stroke") and gives its place to the next disease — off: on the dev halves folding lost more gold
+    # diagnoses of another granularity than it let in (docs/results.md)
+    relatives_depth: int = Field(2, ge=0, le=5)
+    fold_relatives: bool = False
     sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
     top_k_per_source: int = Field(5, ge=1, le=50)
     chunk_k: int = Field(8, ge=0, le=100)          # hybrid chunk search with the whole presentation

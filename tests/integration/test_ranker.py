@@ -470,3 +470,42 @@ def test_a_subtype_the_findings_single_out_is_named_before_its_parent(kg):
     # off, and a subtype already first
     assert name_subtypes_first(cands, kg, own, ratio=0) == cands
     assert name_subtypes_first(out, kg, own) == out
+
+
+def test_a_broader_term_or_a_kind_of_an_earlier_candidate_says_so_or_is_folded_into_it(kg):
+    """"Stroke" after "hemorrhagic stroke" (or before it) would read as one diagnosis twice: the later one says how it
+    relates to the earlier; folded, it goes into the earlier one's entry and gives its place to the next disease.
+    Siblings, unrelated diseases and the language model's own candidates are not folded."""
+    from agents.generator import also_words
+    from agents.subtypes import mark_relatives
+    from agents.types import Candidate
+
+    stroke, bleed, infarct, htn, athero = (kg.lookup(p, categories=["disease"])[0] for p in (
+        "stroke", "hemorrhagic stroke", "ischemic stroke", "hypertension", "atherosclerosis"))
+    assert stroke.id in kg.ancestors(bleed.id, 2) and stroke.id in kg.ancestors(infarct.id, 2)
+
+    def cand(c, s, origins=("kg",)):
+        return Candidate(concept_id=c.id, name=c.name, score=s, origins=list(origins), explanation="matches x")
+
+    ranked = [cand(bleed, 0.9), cand(athero, 0.8), cand(stroke, 0.7), cand(infarct, 0.6), cand(htn, 0.5)]
+    marked = mark_relatives(ranked, kg)
+    assert [c.concept_id for c in marked] == [c.concept_id for c in ranked]
+    assert [c.relative_of for c in marked] == ["", "", "a broader term for hemorrhagic stroke",
+                                               "a kind of stroke", ""]
+    assert also_words(marked[2]) == "a broader term for hemorrhagic stroke" and also_words(marked[1]) == ""
+    out = mark_relatives(ranked, kg, fold=True)
+    # the parent goes into the first kind; the second kind is a sibling of the first, not folded
+    assert [c.concept_id for c in out] == [bleed.id, athero.id, infarct.id, htn.id]
+    assert out[0].also == {stroke.id: "stroke (a broader term)"} and not out[2].relative_of
+    assert out[0].explanation.endswith("also covers stroke (a broader term)")
+    assert also_words(out[0]) == "also covers stroke (a broader term)"
+    assert [c.score for c in out] == [0.9, 0.8, 0.6, 0.5]
+    # the parent first: its kinds are folded into it
+    out = mark_relatives([cand(stroke, 0.9), cand(htn, 0.8), cand(bleed, 0.7), cand(infarct, 0.6)], kg, fold=True)
+    assert [c.concept_id for c in out] == [stroke.id, htn.id]
+    assert list(out[0].also.values()) == ["hemorrhagic stroke (a kind)", "ischemic stroke (a kind)"]
+    # a candidate the language model proposed keeps its own place (and says how it relates); depth 0: nothing
+    model = mark_relatives([cand(bleed, 0.9), cand(stroke, 0.7, ("model", "kg"))], kg, fold=True)
+    assert [c.concept_id for c in model] == [bleed.id, stroke.id]
+    assert model[1].relative_of == "a broader term for hemorrhagic stroke"
+    assert mark_relatives(ranked, kg, depth=0) == ranked
