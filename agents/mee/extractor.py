@@ -75,6 +75,32 @@ from .vitals import read_vitals, vital_finding
 
 log = logging.getLogger(__name__)
 
+# "A 24-year-old woman with type 1 diabetes has vomiting ...", "a 60-year-old man with hypertension and COPD presents
+# with ...": the conditions named between the patient and the verb that opens the present illness are known ones —
+# context (past history), not findings of the illness the differential is about. Only disease names are taken so
+# ("a 30-year-old man with fever and cough has ..." states complaints), and not when the phrase dates them ("with a
+# 3-day history of ...", "with 2 weeks of ...").
+_KNOWN_CONDITIONS = re.compile(
+    r"^\W*(?:(?:an?|the)\s+)?\d+[\s-](?:year|month|week|day)s?[\s-]old\s+(?:[\w-]+\s+){0,3}?"
+    r"(?:man|woman|boy|girl|male|female|patient|infant|child|neonate|newborn|toddler|adolescent|gentleman|lady|"
+    r"veteran|student|mother|primigravida|multigravida|gravida\s*\d+)\s+with\s+(?P<known>[^.;:]{3,160}?)\s*,?\s+"
+    r"(?:who\s+)?(?:has|had|presents|presented|comes|came|is\s+brought|was\s+brought|develops|developed|complains|"
+    r"reports|is\s+admitted|was\s+admitted|is\s+evaluated|is\s+seen|returns|visits)\b", re.I)
+_DATED = re.compile(r"\b(?:\d+|a|an|one|two|three|four|five|six|several|few)[\s-]+(?:hours?|days?|weeks?|months?)\b|"
+                    r"\bhistory\s+of\b(?!\s+(?:known\s+)?\w+\s+(?:disease|diabetes))|\bsince\b|\bsudden|\bacute", re.I)
+_DISEASE_NAME = re.compile(r"\b(?:diabetes|disease|syndrome|disorder|cancer|carcinoma|lymphoma|leuka?emia|myeloma|"
+                           r"infection|hypertension|asthma|failure|cirrhosis|anemia|anaemia|\w+itis)\b", re.I)
+
+
+def known_conditions_span(text: str) -> tuple[int, int] | None:
+    """The character span of the known conditions a presentation's opening names ("A 24-year-old woman with type 1
+    diabetes has ..."), or None (see ``_KNOWN_CONDITIONS``; a dated phrase names the present illness)."""
+    m = _KNOWN_CONDITIONS.search(text)
+    if m is None or _DATED.search(m.group("known")):
+        return None
+    return m.span("known")
+
+
 # Adjectives that "non-" denies ("non-pruritic", "nonbloody", "non-tender"): the names the vocabulary gives with
 # "non-" ("non-pitting edema", "non-fluent aphasia", "non-Hodgkin lymphoma") are not among them, and neither is
 # "blanching" ("a non-blanching rash" is petechiae, a lay-table row), and neither is "productive" (a nonproductive
@@ -219,6 +245,12 @@ class MEE:
                     out.append((i, j + 1, ids))
         return out
 
+    def _names_a_disease(self, ids: list[str]) -> bool:
+        """Whether linked ids name a disease: one is a disease concept, or a phenotype named like one ("Type I
+        diabetes mellitus"); a symptom's ids ("fever": SYMP and HP Fever) do not."""
+        concepts = [self.lexicon.concepts.get(c) for c in ids]
+        return any(c is not None and (c.category == "disease" or _DISEASE_NAME.search(c.name)) for c in concepts)
+
     def _pick(self, ids: list[str], history: bool) -> str:
         if not history or len(ids) == 1:
             return ids[0]
@@ -255,6 +287,7 @@ class MEE:
         # "temp 101 F" is a temperature, not a 101-year-old woman: demographics are read around the measurements
         age, sex, demo_spans = find_age_sex(mask(text, [(r.start, r.end) for r in vitals + labs]))
         durations = find_durations(text)
+        known = known_conditions_span(text)
         # "non-pruritic papules", "non-bloody diarrhoea": the word after "non-" is no finding of its own, and the
         # phrase it starts is read without it (papules; diarrhoea, not bloody diarrhoea)
         denied_words = [(m.start(), m.end()) for m in _NON_PREFIXED.finditer(text)]
@@ -305,6 +338,8 @@ class MEE:
             # a relative's condition is not the patient's past history
             historical = flags.get("is_historical", False) and not family
             ids = meta.get("ids") or []
+            if known and known[0] <= ent.start_char and ent.end_char <= known[1] and self._names_a_disease(ids):
+                historical = True               # a known condition of the opening ("a woman with asthma has ...")
             cid = self._pick(ids, history=historical or family) if ids else None
             concept = self.lexicon.concepts.get(cid) if cid else None
             category: Category = meta.get("category") or (

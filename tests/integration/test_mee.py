@@ -129,6 +129,26 @@ def test_hiv_positive_in_one_token_names_the_infection(mee):
     assert other.family
 
 
+def test_the_known_conditions_of_the_opening_are_history_not_findings(mee):
+    """"A 60-year-old man with hypertension and type 2 diabetes mellitus comes ... because of a cough": the two
+    diseases are known ones (context), the cough is the illness. Complaints in the same place ("with fever and cough
+    has ...") and a dated phrase ("with a 3-day history of dysuria") stay findings."""
+    from agents.mee.extractor import known_conditions_span
+
+    text = "A 60-year-old man with hypertension and type 2 diabetes mellitus comes to the physician because of a cough."
+    ex = mee.extract(text)
+    assert by_text(ex, "hypertension").historical and by_text(ex, "type 2 diabetes mellitus").historical
+    assert not by_text(ex, "cough").historical
+    assert known_conditions_span(text) == (text.index("hypertension"), text.index(" comes"))
+    ex = mee.extract("A 30-year-old man with fever and cough has been unwell for 3 days.")
+    assert not by_text(ex, "fever").historical and not by_text(ex, "cough").historical
+    ex = mee.extract("A 40-year-old woman with a 3-day history of dysuria presents to the clinic.")
+    assert not by_text(ex, "dysuria").historical
+    assert known_conditions_span("A 40-year-old woman with 2 weeks of cough presents to the clinic.") is None
+    # elsewhere than the opening, ConText decides as before
+    assert known_conditions_span("Fever and cough for 3 days in a man with hypertension who has asthma.") is None
+
+
 def test_document_defined_abbreviation_wins_over_map(mee):
     # "CP" is chest pain in the clinical map, but this text defines it as cerebral palsy
     ex = mee.extract("Child with cerebral palsy (CP) and seizures. CP diagnosed at age 2.")
