@@ -442,9 +442,11 @@ def subtype_words(c: Candidate, names: dict[str, str]) -> str:
 
 
 def also_words(c: Candidate) -> str:
-    """How a candidate relates to one ranked before it ("a broader term for hemorrhagic stroke"), or what was folded
-    into it ("also covers stroke (a broader term)"); "" for neither (:func:`agents.subtypes.mark_relatives`)."""
-    return "; ".join(x for x in (c.relative_of, "also covers " + ", ".join(c.also.values()) if c.also else "") if x)
+    """Whether a candidate is a condition the patient is known to have (:func:`agents.subtypes.demote_known`), how it
+    relates to one ranked before it ("a broader term for hemorrhagic stroke"), or what was folded into it ("also
+    covers stroke (a broader term)"); "" for none (:func:`agents.subtypes.mark_relatives`)."""
+    return "; ".join(x for x in (c.known_condition, c.relative_of,
+                                  "also covers " + ", ".join(c.also.values()) if c.also else "") if x)
 
 
 def candidate_line(c: Candidate) -> str:

@@ -21,7 +21,7 @@ from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
-from .subtypes import has_subtype_pair, mark_relatives, name_subtypes_first
+from .subtypes import demote_known, has_subtype_pair, known_conditions, mark_relatives, name_subtypes_first
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction, ProposedDiagnosis
 
@@ -72,6 +72,7 @@ class RetrievalParams:
     subtype_standout: float = 2.0      # ... and the subtype's is this many times the parent's next subtype's
     relatives_depth: int = 2           # a later candidate this many is_a steps from an earlier one says how they relate
     fold_relatives: bool = False       # ... or is folded into it (subtypes.mark_relatives; off: dev halves, results.md)
+    known_condition_factor: float = 1.0  # on a candidate the patient knowingly has (subtypes.demote_known; 1: marked)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -104,7 +105,8 @@ class RetrievalParams:
                    subtype_ratio=getattr(cfg, "subtype_ratio", 0.5),
                    subtype_standout=getattr(cfg, "subtype_standout", 2.0),
                    relatives_depth=getattr(cfg, "relatives_depth", 2),
-                   fold_relatives=getattr(cfg, "fold_relatives", False))
+                   fold_relatives=getattr(cfg, "fold_relatives", False),
+                   known_condition_factor=getattr(cfg, "known_condition_factor", 1.0))
 
 
 _KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
@@ -552,6 +554,9 @@ class HKI:
                 has_subtype_pair(candidates, self.kg):
             own = self._own_scores(ranker, findings_used, extraction, regions, course)
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
+        if candidates and extraction is not None:
+            known = known_conditions(extraction.entities, self.kg)
+            candidates = demote_known(candidates, known, self.kg, p.known_condition_factor)
         if p.model_first_support > 0 and candidates:
             candidates = keep_model_first(candidates, p.model_first_support)
         if p.relatives_depth > 0 and candidates:

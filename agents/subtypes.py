@@ -119,4 +119,49 @@ def mark_relatives(candidates: list[Candidate], kg: Any, depth: int = 2, fold: b
     return out
 
 
-__all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first"]
+def known_conditions(entities: list[Any], kg: Any) -> dict[str, str]:
+    """The diseases the patient is said to have already, as KG disease id -> the words that say so: entities of the
+    patient's own past history or known conditions ("a woman with type 1 diabetes has ...", "history of COPD"), not
+    denied, not a relative's, not hypothetical, whose concept is a disease or the phenotype of one (its equivalent
+    ids: HPO "Type I diabetes mellitus" is DO type 1 diabetes mellitus)."""
+    out: dict[str, str] = {}
+    for e in entities:
+        if not (e.historical and e.concept_id) or e.negated or e.family or e.hypothetical:
+            continue
+        for cid in (e.concept_id, *sorted(kg.equivalents(e.concept_id))):
+            c = kg.concept(cid)
+            if c is not None and c.category == "disease":
+                out.setdefault(cid, e.text)
+    return out
+
+
+def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, factor: float = 1.0,
+                 depth: int = 1) -> list[Candidate]:
+    """Marks the candidates that are a condition the patient is known to have (``known``: id -> words, from
+    :func:`known_conditions`), another id of one or a broader term for one (``is_a`` up to ``depth`` steps): the
+    differential is about the present illness, and "type 1 diabetes mellitus" first for a known diabetic with
+    vomiting and Kussmaul breathing names the context, not the diagnosis (diabetic ketoacidosis). Each such candidate
+    says so (``known_condition``) and its score is multiplied by ``factor`` (1: marked only), then the list is put
+    back in score order (stable). A known condition may still be the answer (an exacerbation of known COPD), so it is
+    never dropped."""
+    if not known or not candidates:
+        return candidates
+    above: dict[str, str] = {}
+    for kid, words in known.items():
+        for a in (kid, *kg.ancestors(kid, depth)):
+            above.setdefault(a, words)
+    out = []
+    for c in candidates:
+        ids = (c.concept_id, *sorted(kg.equivalents(c.concept_id)))
+        words = next((above[i] for i in ids if i in above), None)
+        if words is None:
+            out.append(c)
+            continue
+        out.append(c.model_copy(update={"known_condition": f"a known condition of the patient ({words})",
+                                        "score": round(c.score * factor, 4)}))
+    if factor != 1.0:
+        out.sort(key=lambda c: -c.score)   # stable: equal scores keep their order
+    return out
+
+
+__all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first", "known_conditions", "demote_known"]

@@ -143,6 +143,9 @@ class Candidate(BaseModel):
     relative_of: str = ""
     # with folding, the other names, kinds and broader terms folded into it: id -> "stroke (a broader term)"
     also: dict[str, str] = Field(default_factory=dict)
+    # a condition the patient is known to have ("a known condition of the patient (type 1 diabetes)";
+    # subtypes.demote_known): context of the present illness rather than its diagnosis
+    known_condition: str = ""
 
 
 class Sentence(BaseModel):

@@ -53,6 +53,10 @@ class PipelineConfig(BaseModel):
     # diagnoses of another granularity than it let in (docs/results.md)
     relatives_depth: int = Field(2, ge=0, le=5)
     fold_relatives: bool = False
+    # a candidate the patient is known to have (past history, "a woman with type 1 diabetes has ...") says so and its
+    # score is multiplied by known_condition_factor (1: only marked; subtypes.demote_known). 0.5 on the dev halves
+    # moved 46 DDXPlus cases, mostly down: there a known asthma, COPD or anaemia is often the answer (an exacerbation)
+    known_condition_factor: float = Field(1.0, ge=0.0, le=1.0)
     sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
     top_k_per_source: int = Field(5, ge=1, le=50)
     chunk_k: int = Field(8, ge=0, le=100)          # hybrid chunk search with the whole presentation

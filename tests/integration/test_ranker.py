@@ -509,3 +509,38 @@ def test_a_broader_term_or_a_kind_of_an_earlier_candidate_says_so_or_is_folded_i
     assert [c.concept_id for c in model] == [bleed.id, stroke.id]
     assert model[1].relative_of == "a broader term for hemorrhagic stroke"
     assert mark_relatives(ranked, kg, depth=0) == ranked
+
+
+def test_a_condition_the_patient_is_known_to_have_says_so_and_can_be_weighed_down(kg):
+    """"A 24-year-old woman with type 1 diabetes has vomiting and Kussmaul breathing": type 1 diabetes is the
+    context, diabetic ketoacidosis the diagnosis. A candidate that is a known condition (its HPO or DO id) or a broader
+    term for one says so; a sibling (type 2 diabetes) does not; a relative's or a denied condition is not the
+    patient's; with a factor under 1 the known condition moves down but stays in the list."""
+    from agents.generator import also_words
+    from agents.subtypes import demote_known, known_conditions
+    from agents.types import Candidate
+
+    t1, dka, dm, t2 = (kg.lookup(p, categories=["disease"])[0] for p in (
+        "type 1 diabetes mellitus", "diabetic ketoacidosis", "diabetes mellitus", "type 2 diabetes mellitus"))
+    hp_t1 = next(i for i in kg.equivalents(t1.id) if i.startswith("HP:"))
+    ents = [Entity(text="type 1 diabetes", category="symptom", concept_id=hp_t1, historical=True),
+            Entity(text="asthma", category="disease", concept_id=kg.lookup("asthma", categories=["disease"])[0].id,
+                   historical=True, family=True),
+            Entity(text="gout", category="disease", concept_id=kg.lookup("gout", categories=["disease"])[0].id,
+                   historical=True, negated=True),
+            Entity(text="vomiting", category="symptom", concept_id="SYMP:0019145")]
+    known = known_conditions(ents, kg)
+    assert known == {t1.id: "type 1 diabetes"}
+
+    def cand(c, s):
+        return Candidate(concept_id=c.id, name=c.name, score=s, origins=["kg"])
+
+    ranked = [cand(t1, 0.9), cand(dka, 0.6), cand(dm, 0.3), cand(t2, 0.2)]
+    marked = demote_known(ranked, known, kg)
+    assert [c.concept_id for c in marked] == [t1.id, dka.id, dm.id, t2.id] and marked[0].score == 0.9
+    assert [bool(c.known_condition) for c in marked] == [True, False, True, False]
+    assert also_words(marked[0]) == "a known condition of the patient (type 1 diabetes)"
+    out = demote_known(ranked, known, kg, factor=0.5)
+    # the broader term (0.3 -> 0.15) falls below the sibling too
+    assert [c.concept_id for c in out] == [dka.id, t1.id, t2.id, dm.id] and out[1].score == 0.45
+    assert demote_known(ranked, {}, kg, factor=0.5) == ranked
