@@ -46,8 +46,12 @@ the strict match set of ``f``)::
                * (1 + common_prior)  if d has an HSDN symptom profile or a drug indication,
                  (1 + curated_prior) else if it has a DO curated or a cardinal-findings profile
                * (1 + named_prior)   if a finding is, or is xref-equivalent to, d itself
-               * prod_{g negated} (1 - negation_mu * s(d, g))    # expected but absent
+               * prod_{g negated} (1 - negation_mu * s_neg(d, g))    # expected but absent
                * prod_{o opposite to a present f} (1 - opposite_mu * s(d, o))   # unless d also explains f
+
+``s_neg(d, g)`` is ``s(d, g)`` with each edge that only a MedQuAD sentence asserts counted at ``negation_weak_share``
+of its strength: a consumer page lists what can occur, and a finding it names being absent says less than the
+absence of a textbook's cardinal finding (no fever in a bladder infection whose page mentions fever).
 
 ``mass(d)`` is the summed strength of all of ``d``'s annotations: a rare syndrome with 200 phenotypes matches anything
 by chance and is damped; a disease with four strong curated symptoms is not. The common-disease prior stands in for
@@ -135,6 +139,10 @@ class RankerConfig:
     curated_prior: float = 0.5
     named_prior: float = 1.0               # a finding names the disease itself ("acid reflux" = HP GERD = DO GERD)
     negation_mu: float = 0.6
+    # the share of a "may occur" edge's strength that a denied finding counts against the disease: an edge asserted
+    # only by a MedQuAD sentence lists what can occur, not what usually does (1: as strong as for a present finding).
+    # 0.5 (the one value tried) moved no dev case; halving HSDN edges too lost a MedQA dev question from the five
+    negation_weak_share: float = 0.5
     opposite_mu: float = 0.6               # the patient has the opposite of a finding d expects (knowledge/kg/opposites)
     propagate_discount: float = 0.8
     propagate_levels: int = 2
@@ -156,6 +164,21 @@ class RankerConfig:
 
     def index_key(self) -> tuple:
         return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
+
+
+_WEAK_LABELS = ("MedQuAD",)
+
+
+def _denied_strength(m: tuple[float, tuple[EdgeInfo, ...]], weak_share: float) -> float:
+    """s(d, g) for a denied finding g: as for a present one, but each edge only a MedQuAD sentence asserts counts
+    ``weak_share`` of its strength (noisy-OR over the edges, at most s(d, g))."""
+    if weak_share >= 1.0:
+        return m[0]
+    keep = 1.0
+    for strength, _tid, label, _how in m[1]:
+        weak = all(part.strip().startswith(_WEAK_LABELS) for part in label.split(","))
+        keep *= 1.0 - strength * (weak_share if weak else 1.0)
+    return min(m[0], 1.0 - keep)
 
 
 def _source_kind(source: str | None) -> str:
@@ -756,7 +779,7 @@ class KGRanker:
             for g in neg:
                 m = neg_prof[g].get(d)
                 if m is not None:
-                    score *= 1.0 - cfg.negation_mu * m[0]
+                    score *= 1.0 - cfg.negation_mu * _denied_strength(m, cfg.negation_weak_share)
             for o, f in opposed.items():
                 m = opp_prof[o].get(d)
                 if m is not None and f not in fm:

@@ -544,3 +544,4 @@ def test_a_condition_the_patient_is_known_to_have_says_so_and_can_be_weighed_dow
     # the broader term (0.3 -> 0.15) falls below the sibling too
     assert [c.concept_id for c in out] == [dka.id, t1.id, t2.id, dm.id] and out[1].score == 0.45
     assert demote_known(ranked, {}, kg, factor=0.5) == ranked
+

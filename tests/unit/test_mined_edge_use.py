@@ -112,3 +112,27 @@ def test_mined_strength_zero_is_the_graph_without_mined_edges():
     s, label, kinds = off.index.edge_strength(kg.graph[MI][CHEST_PAIN]["has_symptom"])
     assert (abs(s - 0.9) < 1e-9, label, kinds) == (True, "DO", {"DO"})
     assert off.explained(MI, [Entity(text="sweating", category="symptom", concept_id=SWEATING)]) == []
+
+
+def test_a_denied_finding_only_a_reference_page_says_can_occur_counts_half_against_the_disease():
+    """A MedQuAD sentence says what can occur, not how often: its absence argues against the disease with half the
+    edge's strength (``negation_weak_share``); an edge a curated source asserts (DO, even when the miner confirms it)
+    counts in full. No fever in a bladder infection whose page lists fever must not weigh like a textbook's cardinal
+    fever."""
+    from dataclasses import replace
+
+    kg = mined_kg()
+    ranker = KGRanker(kg)
+    assert ranker.config.negation_weak_share == 0.5 and ranker.config.negation_mu == 0.6
+    full = KGRanker(kg, replace(ranker.config, negation_weak_share=1.0))
+    pain = Entity(text="chest pain", category="symptom", concept_id=CHEST_PAIN)
+    sweat = Entity(text="sweating", category="symptom", concept_id=SWEATING)
+    no_sweat, no_pain = sweat.model_copy(update={"negated": True}), pain.model_copy(update={"negated": True})
+
+    def score(r, pos, neg):
+        return r.rank([pos], [neg])[0].score
+
+    # sweating: a mined edge only (0.6), counted 0.3 -> the factor 1 - 0.6 * 0.6 = 0.64 becomes 1 - 0.6 * 0.3 = 0.82
+    assert abs(score(ranker, pain, no_sweat) / score(full, pain, no_sweat) - 0.82 / 0.64) < 1e-6
+    # chest pain: DO and MedQuAD -> in full either way
+    assert abs(score(ranker, sweat, no_pain) / score(full, sweat, no_pain) - 1.0) < 1e-9
