@@ -157,8 +157,10 @@ def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, fa
         if words is None:
             out.append(c)
             continue
-        out.append(c.model_copy(update={"known_condition": f"a known condition of the patient ({words})",
-                                        "score": round(c.score * factor, 4)}))
+        update: dict[str, Any] = {"known_condition": f"a known condition of the patient ({words})"}
+        if factor != 1.0:
+            update["score"] = round(c.score * factor, 4)
+        out.append(c.model_copy(update=update))
     if factor != 1.0:
         out.sort(key=lambda c: -c.score)   # stable: equal scores keep their order
     return out
