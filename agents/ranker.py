@@ -166,19 +166,15 @@ class RankerConfig:
         return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
 
 
-_WEAK_LABELS = ("MedQuAD",)
+_MINED_ONLY = "MedQuAD"    # the label of an edge that only a mined MedQuAD sentence asserts (_KGIndex.edge_strength)
 
 
-def _denied_strength(m: tuple[float, tuple[EdgeInfo, ...]], weak_share: float) -> float:
-    """s(d, g) for a denied finding g: as for a present one, but each edge only a MedQuAD sentence asserts counts
-    ``weak_share`` of its strength (noisy-OR over the edges, at most s(d, g))."""
+def _denied_strength(m: tuple[float, tuple[EdgeInfo, ...]], weak_share: float, agreement: float) -> float:
+    """s(d, g) for a denied finding g, combined as for a present one (``_combine``), but each edge only a MedQuAD
+    sentence asserts counts ``weak_share`` of its strength."""
     if weak_share >= 1.0:
         return m[0]
-    keep = 1.0
-    for strength, _tid, label, _how in m[1]:
-        weak = all(part.strip().startswith(_WEAK_LABELS) for part in label.split(","))
-        keep *= 1.0 - strength * (weak_share if weak else 1.0)
-    return min(m[0], 1.0 - keep)
+    return _combine((s * (weak_share if label == _MINED_ONLY else 1.0) for s, _tid, label, _how in m[1]), agreement)
 
 
 def _source_kind(source: str | None) -> str:
@@ -779,7 +775,7 @@ class KGRanker:
             for g in neg:
                 m = neg_prof[g].get(d)
                 if m is not None:
-                    score *= 1.0 - cfg.negation_mu * _denied_strength(m, cfg.negation_weak_share)
+                    score *= 1.0 - cfg.negation_mu * _denied_strength(m, cfg.negation_weak_share, cfg.source_agreement)
             for o, f in opposed.items():
                 m = opp_prof[o].get(d)
                 if m is not None and f not in fm:
