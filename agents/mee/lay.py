@@ -8,8 +8,9 @@ such expressions to the concept the vocabulary would have found for the clinical
 ``phrase``
     the (case-insensitive) pattern is the whole finding;
 ``pain``
-    the pattern names a body part; "my P hurts/aches/is sore", "pain/ache/discomfort in (or behind) my P",
-    "sore/aching P" and "P ache/pain/discomfort/soreness" give the finding;
+    the pattern names a body part; "my P hurts/aches/is sore", "my P, Q and R hurt" (each part),
+    "pain/ache/discomfort in (or behind) my P", "sore/aching P" and "P ache/pain/discomfort/soreness" give the
+    finding;
 ``swelling``
     the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells / has been
     swelling", "P swelling" and "swelling P" give the finding;
@@ -117,7 +118,7 @@ def expand(form: str, part: str) -> str:
     p = f"(?:{part})"
     if form == "pain":
         return "|".join((
-            rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|"
+            rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|pains|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting|killing\s+me))\b",
             rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at|behind)\s+"
             rf"{_OWNER}{_SIDE}{p}\b(?!\s+of\b)",    # "pain in the back", not "... the back of the head"
@@ -150,6 +151,17 @@ def _body_parts(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
     not "the back of the head": that is the head's)."""
     return [(rule, re.compile(rf"\b({_SIDE})(?:{rule.pattern})\b(?!\s+of\b)", _I))
             for rule in load_lay_table(path) if rule.form == "pain"]
+
+
+@lru_cache(maxsize=4)
+def _coordinated(path: str) -> re.Pattern:
+    """Several body parts that hurt together, "my joints and back hurt", "my muscles, joints and back ache" or "my
+    arms and legs pain a lot": group 1 is the list, each of its parts a finding (:func:`find_lay_phrases`)."""
+    part = "|".join(f"(?:{rule.pattern})" for rule in load_lay_table(path) if rule.form == "pain")
+    one = rf"(?:{_OWNER})?{_SIDE}(?:{part})"
+    return re.compile(rf"\b{_OWNER}({_SIDE}(?:{part})(?:(?:\s*,\s*(?:and\s+)?|\s+(?:and|&)\s+){one}){{1,4}})"
+                      rf"\s+{_ADV}{{0,2}}(?:hurt|hurting|ache|aching|pain|throb|throbbing|"
+                      rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting))\b", _I)
 
 
 @lru_cache(maxsize=4)
@@ -186,6 +198,11 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
             part = m.end(1)                                                 # the part itself ("cheek")
             if _PAIN_IN.search(text, max(0, part - 300), part):
                 found.append(_finding(rule, text, part, m.end()))
+    parts = _body_parts(str(path))
+    for m in _coordinated(str(path)).finditer(text):      # "my joints and back hurt": each part is a finding
+        for rule, pat in parts:
+            for p in pat.finditer(text, m.start(1), m.end(1)):
+                found.append(_finding(rule, text, p.start(), p.end()))
     description, rows = _lesion(str(path))
     for d in description.finditer(text):
         if _NOT_SKIN.search(text, max(0, d.start() - 40), d.start()):

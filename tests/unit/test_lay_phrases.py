@@ -310,6 +310,27 @@ def test_each_site_listed_after_a_pain_is_pain_there(text, expected):
     assert sorted(set(names(text))) == sorted(expected)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("My joints and back hurt and there is a strange pain behind my eyes.", ["joint pain", "backache", "Ocular pain"]),
+    ("My muscles, joints and back constantly hurt.", ["muscle pain", "joint pain", "backache"]),
+    ("My arms and legs pain a lot.", ["Upper limb pain", "Lower limb pain"]),
+    ("My back and my knees are sore.", ["backache", "knee pain"]),
+    ("My back pains all the time.", ["backache"]),
+])
+def test_body_parts_that_hurt_together_are_each_a_pain(text, expected):
+    assert sorted(set(names(text))) == sorted(expected)
+
+
+@pytest.mark.parametrize("text", [
+    "My arms and legs are covered in a red rash.",               # no word of pain after the list
+    "My knees and hips are swollen.",                            # swelling, not pain
+    "My legs and arms are weak and heavy.",                      # weakness, not pain
+])
+def test_a_list_of_parts_needs_its_word_of_pain(text):
+    got = set(names(text))
+    assert not {"Upper limb pain", "Lower limb pain", "knee pain", "hip pain"} & got, got
+
+
 @pytest.mark.parametrize("text", [
     "A rash on the forehead and the cheeks.",                    # no pain: a rash there is no headache
     "She has pain in the morning. Her cheeks are flushed.",      # another sentence
