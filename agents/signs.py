@@ -41,6 +41,11 @@ _DENIED_AFTER = re.compile(r"^\s*(?:(?:auto)?antibod(?:y|ies)\s+)?(?:(?:is|was|w
                            re.I)
 
 
+def _denied(text: str, m: re.Match) -> bool:
+    return bool(_DENIED_BEFORE.search(text, max(0, m.start() - 80), m.start())
+                or _DENIED_AFTER.match(text[m.end(): m.end() + 40]))
+
+
 class SignsError(ValueError):
     """The sign file cannot be read or does not follow the format."""
 
@@ -53,6 +58,9 @@ class SignSpec(BaseModel):
     patterns: list[str] = Field(min_length=1)
     diagnoses: list[NamedConcept] = Field(min_length=1)
     citation: str
+    # the sign counts only beside one of these, stated and not denied anywhere in the presentation: pain behind the
+    # eyes points to dengue in a febrile patient, not in one with a headache alone
+    with_any: list[str] = Field(default_factory=list)
 
     _clean = field_validator("sign", "citation")(classmethod(lambda cls, v: clean_text(v)))
 
@@ -69,7 +77,7 @@ def load_signs(path: str | Path | None = None) -> list[SignSpec]:
     unique, every pattern compiles."""
     p = Path(path) if path is not None else DATA_FILE
     signs = read_curated(p, SignFile, "classic signs", SignsError, lambda f: [s.id for s in f.signs]).signs
-    check_patterns(((s.id, s.patterns) for s in signs), "classic signs", SignsError)
+    check_patterns(((s.id, s.patterns + s.with_any) for s in signs), "classic signs", SignsError)
     return signs
 
 
@@ -105,6 +113,7 @@ class ClassicSigns:
         self.signs = list(signs)
         self.problems: list[str] = []
         self._patterns = [(s, union_pattern(s.patterns)) for s in self.signs]
+        self._with = {s.id: union_pattern(s.with_any) for s in self.signs if s.with_any}
         self._diagnoses: dict[str, list[str]] = {}
         for s in self.signs:
             self._diagnoses[s.id] = resolve_concepts(kg, s.diagnoses, f"sign {s.id}", self.problems)
@@ -122,11 +131,12 @@ class ClassicSigns:
         seen: set[str] = set()
         for spec, pat in self._patterns:
             for m in pat.finditer(text or ""):
-                if m.end() <= m.start():
+                if m.end() <= m.start() or _denied(text, m):
                     continue
-                if _DENIED_BEFORE.search(text, max(0, m.start() - 80), m.start()) or \
-                        _DENIED_AFTER.match(text[m.end(): m.end() + 40]):
-                    continue
+                company = self._with.get(spec.id)
+                if company is not None and not any(not _denied(text, c) for c in company.finditer(text)
+                                                   if c.end() > c.start()):
+                    break
                 if spec.id not in seen:
                     seen.add(spec.id)
                     out.append(SignMention(spec, m.start(), m.end(), m.group(0)))
