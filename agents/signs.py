@@ -9,7 +9,8 @@ diseases as a ranking (a disease two signs name first, then in order of mention)
 rankings (``RetrievalParams.sign_weight``; the ``no-signs`` ablation leaves it out), with the age/sex fit.
 
 Denied signs do not count: "no Kernig sign", "without asterixis", "Murphy's sign is negative" (a denial word earlier
-in the clause, or "negative/absent" right after the sign).
+in the clause, or "negative/absent" right after the sign). A sign with ``with_any`` patterns counts only when one of
+them is stated, and not denied, somewhere in the presentation (pain behind the eyes points to dengue beside a fever).
 """
 from __future__ import annotations
 
