@@ -278,3 +278,15 @@ def test_the_ranker_index_cache_keeps_the_ages_of_onset(kg, ranker):
         assert _load_index(kg, ranker.config) is None
     finally:
         path.write_bytes(pickle.dumps({name: getattr(built, name) for name in _DERIVED}))
+
+
+def test_faint_is_syncope_as_a_complaint_not_as_an_adjective(mee):
+    """The ontology's synonym "faint" is taken off syncope (knowledge/kg/synonym_errata.tsv): a faint rash or murmur
+    is no fainting, while fainting and feeling about to faint still are."""
+    def ids(text):
+        return {e.concept_id for e in mee.extract(text).entities}
+
+    assert "SYMP:0000407" not in ids("A 27-year-old has fever, joint pains and a faint rash on the trunk.")
+    assert "SYMP:0000407" not in ids("A faint systolic murmur is heard at the apex.")
+    assert "SYMP:0000407" in ids("She felt faint on standing and then fainted in the kitchen.")
+    assert "SYMP:0000407" in ids("Do you feel lightheaded and dizzy or feeling about to faint?")

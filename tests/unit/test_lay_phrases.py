@@ -321,6 +321,19 @@ def test_body_parts_that_hurt_together_are_each_a_pain(text, expected):
     assert sorted(set(names(text))) == sorted(expected)
 
 
+@pytest.mark.parametrize("text, found", [
+    ("Do you feel lightheaded and dizzy or feeling about to faint?", True),
+    ("She felt faint on standing and had to sit down.", True),
+    ("He had a faint at church this morning.", True),
+    ("I fainted twice this week.", True),
+    ("There is a faint rash on her trunk.", False),                 # an adjective: no syncope
+    ("A faint systolic murmur is heard at the apex.", False),
+    ("The pedal pulses are faint.", False),
+])
+def test_faint_is_syncope_only_as_a_complaint(text, found):
+    assert ("syncope" in names(text)) is found
+
+
 @pytest.mark.parametrize("text", [
     "My arms and legs are covered in a red rash.",               # no word of pain after the list
     "My knees and hips are swollen.",                            # swelling, not pain
