@@ -131,13 +131,13 @@ class ClassicSigns:
         out: list[SignMention] = []
         seen: set[str] = set()
         for spec, pat in self._patterns:
+            company = self._with.get(spec.id)
+            if company is not None and not any(c.end() > c.start() and not _denied(text, c)
+                                               for c in company.finditer(text or "")):
+                continue        # the finding the sign needs beside it is not stated
             for m in pat.finditer(text or ""):
                 if m.end() <= m.start() or _denied(text, m):
                     continue
-                company = self._with.get(spec.id)
-                if company is not None and not any(not _denied(text, c) for c in company.finditer(text)
-                                                   if c.end() > c.start()):
-                    break
                 if spec.id not in seen:
                     seen.add(spec.id)
                     out.append(SignMention(spec, m.start(), m.end(), m.group(0)))
