@@ -12,7 +12,7 @@ such expressions to the concept the vocabulary would have found for the clinical
     "pain/ache/discomfort in (or behind) my P", "sore/aching P" and "P ache/pain/discomfort/soreness" give the
     finding;
 ``swelling``
-    the pattern names a body part; "swelling in my P", "swollen/puffy P", "my P is swollen / swells / has been
+    the pattern names a body part; "swelling in (my) P", "swollen/swelled/puffy P", "my P is swollen / swells / has been
     swelling", "P swelling" and "swelling P" give the finding;
 ``lesion``
     the pattern is a word describing a skin lesion ("scaly", "annular", "umbilicated") or naming its kind
@@ -127,8 +127,8 @@ def expand(form: str, part: str) -> str:
         ))
     if form == "swelling":
         return "|".join((
-            rf"\b(?:swelling|swollenness|puffiness|oedema|edema)\s+(?:in|of|on|around)\s+{_OWNER}{_SIDE}{p}\b",
-            rf"\b(?:swollen|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a swollen, tender left calf"
+            rf"\b(?:swelling|swollenness|puffiness|oedema|edema)\s+(?:in|of|on|around)\s+(?:{_OWNER})?{_SIDE}{p}\b",
+            rf"\b(?:swollen|swelled|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a swollen, tender left calf"
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|(?:ha(?:ve|s|d)\s+)?swollen|"
             rf"{_BE}\s+{_ADV}{{0,2}}(?:swollen|puffy|bulging|swelling(?:\s+up)?))\b",
             rf"\b{p}\s+swelling\b",

@@ -34,6 +34,8 @@ LOCAL_SOURCES = {
     endemic.SOURCE: (endemic.PATH, endemic.LICENSE),
     # the MeSH descriptors named like a finding that stay findings (read by mesh_nodes)
     "kg-mesh-findings": (Path(__file__).with_name("mesh_findings.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
+    # the MeSH descriptors named like a finding that clinicians name as a diagnosis (read by mesh_nodes)
+    "kg-mesh-diagnoses": (Path(__file__).with_name("mesh_diagnoses.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
     # synonyms a source gives a concept that name another one (removed by build.remove_synonym_errata)
     "kg-synonym-errata": (Path(__file__).with_name("synonym_errata.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
 }

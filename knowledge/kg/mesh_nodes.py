@@ -21,6 +21,9 @@ nor matched to a benchmark's gold label. :func:`add_mesh_diseases` gives each su
   node, except the signs, measurements and physical features Mondo files as diseases that the curated table
   ``mesh_findings.tsv`` keeps findings (hypotension, anisocoria, steatorrhea). The extractor still reads such a
   word as the finding (a MeSH disease comes after a phenotype of the same name, ``agents/mee/lexicon.py``);
+- **or a curated diagnosis**: the descriptors of ``mesh_diagnoses.tsv`` (deep vein thrombosis, supraventricular
+  tachycardia: diagnoses clinicians name that only an HPO phenotype of the same name held) get a node under the
+  table's name whatever the finding and heading rules say;
 - **a clinical entity, not a category**: at most :data:`MAX_DESCENDANTS` descriptors below it in the disease trees
   ("Herpes Labialis", not "Intestinal Diseases, Parasitic"), and fewer than :data:`MAX_HELD_DESCENDANTS` of them
   diseases DO already holds (a heading such as "Clostridium Infections" over botulism, tetanus and gas gangrene
@@ -59,6 +62,8 @@ class VocabularyMerge(Protocol):
 SOURCE = "mesh-thesaurus"
 FINDINGS_SOURCE = "kg-mesh-findings"          # the descriptors named like a finding that stay findings (curated)
 FINDINGS_PATH = LOCAL_SOURCES[FINDINGS_SOURCE][0]
+DIAGNOSES_SOURCE = "kg-mesh-diagnoses"        # the descriptors named like a finding that are diagnoses (curated)
+DIAGNOSES_PATH = LOCAL_SOURCES[DIAGNOSES_SOURCE][0]
 TREE_SOURCE = "mesh-trees"
 PREFIX = "MESH"
 MAX_DESCENDANTS = 10
@@ -144,15 +149,28 @@ def read_findings(path: str | Path = FINDINGS_PATH) -> dict[str, str]:
     return out
 
 
+def read_diagnoses(path: str | Path = DIAGNOSES_PATH) -> dict[str, str]:
+    """The curated descriptors named like a finding that clinicians name as a diagnosis: MeSH UI -> the name the
+    disease node gets (tab-separated ``mesh, heading, name, reason`` with a header line)."""
+    out: dict[str, str] = {}
+    for ui, _heading, name, _ in parsers.read_reasoned_table(path, ("mesh", "heading", "name", "reason")):
+        if not re.fullmatch(r"D\d{6,9}", ui):
+            raise ValueError(f"{Path(path).name}: {ui!r} is no MeSH UI")
+        out[ui] = name
+    return out
+
+
 def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
                       mondo: dict[str, list[parsers.Mapping]] | None = None,
                       ncit_terms: dict[str, parsers.Term] | None = None,
-                      findings_kept: Iterable[str] = ()) -> list[str]:
+                      findings_kept: Iterable[str] = (), diagnoses_named: dict[str, str] | None = None) -> list[str]:
     """Add the MeSH disease descriptors DO lacks as disease nodes (see the module docstring); their names go
     through ``merge`` (applied later with the other vocabularies' names). ``mondo``: the Mondo SSSOM tables read
     (``mondo-mesh``, ``mondo-ncit``, ``mondo-umls`` are used when present); ``ncit_terms``: the NCI Thesaurus
     classes, for definitions; ``findings_kept``: the MeSH UIs named like a finding that stay findings although
-    Mondo holds them as diseases (:func:`read_findings`). Returns the new node ids."""
+    Mondo holds them as diseases (:func:`read_findings`); ``diagnoses_named``: MeSH UI -> name of the descriptors
+    named like a finding, or heading a few diseases, that are diagnoses all the same (:func:`read_diagnoses`): they
+    get a node under that name when the graph does not hold them. Returns the new node ids."""
     rep = b.report
     mondo = mondo or {}
     findings = _names(b, FINDING_CATEGORIES, ("EXACT",))
@@ -160,6 +178,7 @@ def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str,
                       if m.subject_id.startswith("MONDO:") and m.object_id.upper().startswith("MESH:")}
     diseases = _names(b, ("disease",), ("EXACT", "MAPPED", "ABBREVIATION"))
     kept = set(findings_kept)
+    named = dict(diagnoses_named or {})
     below = _descendants(descriptors)
     mapped: set[str] = set()          # the descriptors DO already holds (through the mappings)
     unmapped: list[parsers.MeshDescriptor] = []
@@ -175,6 +194,10 @@ def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str,
                     for t in d.tree_numbers)
                 or any(_excluded(t, ANIMAL_BRANCHES) for t in d.tree_numbers)):
             rep["mesh_nodes_skipped_not_a_diagnosis"] += 1
+            continue
+        if d.id in named and node_id(d.id) not in b.nodes and d.id not in kept:
+            chosen[d.id] = d               # a curated diagnosis: the finding and heading rules do not apply
+            rep["mesh_nodes_curated_diagnoses"] += 1
             continue
         under = below.get(d.id, set())
         if (len(under) > MAX_DESCENDANTS or len(under & mapped) >= MAX_HELD_DESCENDANTS
@@ -200,7 +223,7 @@ def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str,
     new_ids: list[str] = []
     for ui, d in chosen.items():
         nid = node_id(ui)
-        a = b.node(nid, "disease", SOURCE, name=display_name(d.name))
+        a = b.node(nid, "disease", SOURCE, name=named.get(ui) or display_name(d.name))
         b.add_xref(a, PREFIX, ui)
         names = [(n, sc) for t in d.terms for n, sc in mesh_names(t)
                  if normalise(n) not in findings and normalise(n) not in diseases]

@@ -54,7 +54,7 @@ _STRONG = (MAPPED, ABBREVIATION)
 MONDO_SOURCES = ("mondo-doid", "mondo-mesh", "mondo-icd10cm", "mondo-ncit", "mondo-umls", "mondo-orphanet",
                  "mondo-icd11", "mondo-gard")
 VOCAB_SOURCES = ("ncit", *MONDO_SOURCES, "mesh-thesaurus", "mesh-trees", "icd10cm", "kg-abbreviations",
-                 mesh_nodes.FINDINGS_SOURCE)
+                 mesh_nodes.FINDINGS_SOURCE, mesh_nodes.DIAGNOSES_SOURCE)
 
 # the vocabularies mapped to DO, by the xref prefix the KG uses for them, and the Mondo table matching each
 _BRIDGED = {"MESH": "mondo-mesh", "ICD10CM": "mondo-icd10cm", "NCI": "mondo-ncit"}
@@ -534,7 +534,9 @@ def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, l
         b.step("MeSH diseases DO lacks, as concepts of their own")
         kept = (mesh_nodes.read_findings(located[mesh_nodes.FINDINGS_SOURCE])
                 if mesh_nodes.FINDINGS_SOURCE in located else {})
-        new_mesh = mesh_nodes.add_mesh_diseases(b, merge, descriptors, mondo, ncit_terms, kept)
+        named = (mesh_nodes.read_diagnoses(located[mesh_nodes.DIAGNOSES_SOURCE])
+                 if mesh_nodes.DIAGNOSES_SOURCE in located else {})
+        new_mesh = mesh_nodes.add_mesh_diseases(b, merge, descriptors, mondo, ncit_terms, kept, named)
     elif "mesh-thesaurus" in located or "mesh-trees" in located:
         log.warning("MeSH needs both 'mesh-thesaurus' and 'mesh-trees' (the disease trees select the descriptors); "
                     "MeSH names left out")

@@ -23,8 +23,7 @@ SECOND_PERSON = re.compile(r"\byou(?:r|rs|rself)?\b", re.IGNORECASE)
 
 # labels the KG has no disease concept for (matched by name); see clinicalrag/bench/labels.yaml
 UNLINKED = {
-    "ddxplus": {"Larygospasm", "Localized edema", "PSVT",
-                "Scombroid food poisoning"},
+    "ddxplus": {"Larygospasm", "Localized edema", "Scombroid food poisoning"},
     "symptom2disease": {"Jaundice"},
 }
 

@@ -71,6 +71,9 @@ def test_every_rule_has_a_reason_and_a_citation():
     (["syncope"], 70, "male", {"DOID:9477", "DOID:1712"}),
     (["back pain"], 40, "male", {"DOID:0080685", "DOID:11577", "DOID:11387"}),
     (["sore throat"], 25, None, {"DOID:9398"}),
+    # a swollen leg: deep vein thrombosis; with breathlessness, pulmonary embolism as well
+    (["leg swelling"], 55, "female", {"MESH:D020246"}),
+    (["leg swelling", "dyspnea"], 60, None, {"MESH:D020246", "DOID:9477"}),
     (["right upper quadrant abdominal pain", "fever"], 40, "female", {"DOID:14271"}),
     # the examination's "sudden, painless loss of vision" is read as this specific finding, not "visual loss"
     (["Sudden loss of visual acuity"], 68, "male", {"DOID:13098", "DOID:5327", "DOID:13375"}),

@@ -488,3 +488,57 @@ def test_the_example_sentences_of_the_table(text, expected):
         assert expected[5:] not in got
     else:
         assert expected in got
+
+
+@pytest.mark.parametrize("text, name", [
+    ("I have had acidity after every meal for a month", "pyrosis"),
+    ("burning micturition for three days", "dysuria"),
+    ("a burning sensation when urinating", "dysuria"),
+    ("I noticed yellowing of my eyes last week", "jaundice"),
+    ("there is a yellowish tint to his skin", "jaundice"),
+    ("swelling of abdomen and legs", "Abdominal distention"),
+    ("my swelled belly", "Abdominal distention"),
+    ("throat irritation and a runny nose", "throat pain"),
+    ("redness of the eyes since yesterday", "Red eye"),
+    ("pain during bowel movements and bright red blood", "Painful defecation"),
+    ("it hurts when I pass stools", "Painful defecation"),
+    ("an enlarged thyroid", "Goiter"),
+    ("my thyroid is swollen", "Goiter"),
+    ("I feel unsteady when I walk", "Unsteady gait"),
+    ("sudden weakness of one side of my body", "hemiparesis"),
+    ("bladder discomfort for a week", "Bladder pain"),
+    ("a constant feeling to urinate", "urinary urgency"),
+    ("I keep passing gas", "flatulence"),
+    ("brought in with altered sensorium", "altered mental status"),
+    ("dischromic patches on my arms", "Abnormality of skin pigmentation"),
+    ("weird patches that are different colors than the rest of my skin", "Abnormality of skin pigmentation"),
+    ("some spots where the hue is altered", "Abnormality of skin pigmentation"),
+    ("stomach bleeding last year", "Gastrointestinal hemorrhage"),
+    ("she brings up thick yellow sputum every morning", "Purulent sputum"),
+    ("my phlegm has turned green", "Purulent sputum"),
+    ("white patches on my tonsils", "Pharyngeal exudate"),
+    ("weakness in limbs", "limb weakness"),
+    ("swelling of my extremities", "limb edema"),
+    ("my blood sugar has been high", "Hyperglycemia"),
+    ("irregular sugar levels", "Abnormal glucose homeostasis"),
+    ("it is hard to resist scratching", "Pruritus"),
+    ("I can't stop scratching my arms", "Pruritus"),
+    ("pain in the anal region", "Anal pain"),
+])
+def test_plain_names_of_common_complaints(text, name):
+    assert name in names(text)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("urine acidity was normal", "pyrosis"),
+    ("the yellow fever vaccine", "jaundice"),
+    ("no thyroid nodules; thyroid function normal", "Goiter"),
+    ("she is steady when she walks", "Unsteady gait"),
+    ("a blood glucose of 250 mg/dL", "Hyperglycemia"),
+    ("gas exchange is impaired", "flatulence"),
+    ("clear phlegm", "Purulent sputum"),
+    ("left lower quadrant pain that worsens with defecation", "Painful defecation"),
+    ("he scratched the car", "Pruritus"),
+])
+def test_look_alikes_of_common_complaints_are_not_read(text, name):
+    assert name not in names(text)

@@ -143,3 +143,38 @@ def test_the_findings_table_format_is_checked(tmp_path):
     with pytest.raises(ValueError, match="reason"):
         mesh_nodes.read_findings(bad)
     assert len(mesh_nodes.read_findings()) >= 20                       # the shipped table reads
+
+
+def test_a_curated_diagnosis_named_like_a_finding_gets_a_node_under_its_clinical_name(b, tmp_path):
+    """Without Mondo, Venous Thrombosis stays a finding (above); the curated table of diagnoses gives it a node
+    under the name clinicians use, and the phenotype of the same name stays a finding."""
+    table = tmp_path / "diagnoses.tsv"
+    table.write_text("# comment\nmesh\theading\tname\treason\n"
+                     "D020246\tVenous Thrombosis\tdeep vein thrombosis\ta diagnosis, for this test\n")
+    named = mesh_nodes.read_diagnoses(table)
+    assert named == {"D020246": "deep vein thrombosis"}
+    merge = vocab.VocabularyMerge(b)
+    new = mesh_nodes.add_mesh_diseases(b, merge, DESCRIPTORS, None, None, (), named)
+    merge.apply()
+    assert "MESH:D020246" in new and b.nodes["MESH:D020246"]["category"] == "disease"
+    assert b.nodes["MESH:D020246"]["name"] == "deep vein thrombosis"
+    assert b.nodes["HP:0004936"]["category"] == "phenotype"
+    assert b.report["mesh_nodes_curated_diagnoses"] == 1
+    assert b.report["mesh_nodes_skipped_finding"] == 2                 # leukocytosis, tinea pedis
+    # a row the curated findings table also keeps stays a finding: the two tables never fight silently
+    b2 = Builder()
+    b2.step = lambda msg: None
+    b2.node("HP:0004936", "phenotype", "hpo", name="Venous thrombosis")
+    new2 = mesh_nodes.add_mesh_diseases(b2, vocab.VocabularyMerge(b2), DESCRIPTORS, None, None, {"D020246"}, named)
+    assert "MESH:D020246" not in new2
+
+
+def test_the_diagnoses_table_format_is_checked(tmp_path):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("mesh\tname\treason\n")
+    with pytest.raises(ValueError, match="header"):
+        mesh_nodes.read_diagnoses(bad)
+    wrong = tmp_path / "wrong.tsv"
+    wrong.write_text("mesh\theading\tname\treason\nX1\tA\ta\tb\n")
+    with pytest.raises(ValueError, match="no MeSH UI"):
+        mesh_nodes.read_diagnoses(wrong)
