@@ -246,6 +246,21 @@ def test_synonym_errata_remove_a_wrong_ontology_synonym(kg):
     assert kg.report["synonym_errata_removed"] == len(rows) and not kg.report.get("synonym_errata_unmatched")
 
 
+def test_every_curated_diagnosis_named_like_a_finding_is_a_disease_concept(kg):
+    """Each row of knowledge/kg/mesh_diagnoses.tsv became a disease node under its clinical name (a row whose
+    descriptor the graph already maps to a DO concept would silently do nothing); "septic shock" no longer names
+    toxic shock syndrome, and "DVT" is deep vein thrombosis."""
+    from knowledge.kg import mesh_nodes
+
+    named = mesh_nodes.read_diagnoses()
+    assert kg.report["mesh_nodes_curated_diagnoses"] == len(named)
+    for ui, name in named.items():
+        node = kg.graph.nodes[f"MESH:{ui}"]
+        assert node["category"] == "disease" and node["name"] == name, ui
+    assert "DOID:14115" not in _ids(kg.lookup("septic shock"))
+    assert "MESH:D020246" in _ids(kg.lookup("DVT"))
+
+
 def test_is_a_hierarchy(kg):
     parents = kg.parents(ASTHMA)
     assert [kg.concept(p).name for p in parents] == ["bronchial disease"]
