@@ -35,9 +35,14 @@ def test_each_table_checks_its_ids(tmp_path):
     findings.write_text("mesh\tname\treason\nhypotension\tHypotension\ta sign\n")
     with pytest.raises(ValueError, match="no MeSH UI"):
         mesh_nodes.read_findings(findings)
+    diagnoses = tmp_path / "diagnoses.tsv"
+    diagnoses.write_text("mesh\theading\tname\treason\nDVT\tVenous Thrombosis\tdeep vein thrombosis\ta diagnosis\n")
+    with pytest.raises(ValueError, match="no MeSH UI"):
+        mesh_nodes.read_diagnoses(diagnoses)
 
 
 def test_the_shipped_tables_read():
     assert ("SYMP:0000570", "fecal incontinence") in {
         (c, s) for c, s, _ in build.read_synonym_errata(build.LOCAL_SOURCES["kg-synonym-errata"][0])}
     assert len(mesh_nodes.read_findings()) >= 20
+    assert mesh_nodes.read_diagnoses()["D020246"] == "deep vein thrombosis"

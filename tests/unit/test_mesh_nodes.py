@@ -168,13 +168,3 @@ def test_a_curated_diagnosis_named_like_a_finding_gets_a_node_under_its_clinical
     new2 = mesh_nodes.add_mesh_diseases(b2, vocab.VocabularyMerge(b2), DESCRIPTORS, None, None, {"D020246"}, named)
     assert "MESH:D020246" not in new2
 
-
-def test_the_diagnoses_table_format_is_checked(tmp_path):
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("mesh\tname\treason\n")
-    with pytest.raises(ValueError, match="header"):
-        mesh_nodes.read_diagnoses(bad)
-    wrong = tmp_path / "wrong.tsv"
-    wrong.write_text("mesh\theading\tname\treason\nX1\tA\ta\tb\n")
-    with pytest.raises(ValueError, match="no MeSH UI"):
-        mesh_nodes.read_diagnoses(wrong)
