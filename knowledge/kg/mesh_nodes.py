@@ -138,26 +138,27 @@ def _descendants(descriptors: dict[str, parsers.MeshDescriptor]) -> dict[str, se
     return below
 
 
+def _read_mesh_table(path: str | Path, columns: tuple[str, ...], value: int) -> dict[str, str]:
+    """MeSH UI -> column ``value`` of a curated, reasoned table whose first column is a MeSH UI (a header line;
+    ``#`` lines and blank lines are ignored)."""
+    out: dict[str, str] = {}
+    for row in parsers.read_reasoned_table(path, columns):
+        if not re.fullmatch(r"D\d{6,9}", row[0]):
+            raise ValueError(f"{Path(path).name}: {row[0]!r} is no MeSH UI")
+        out[row[0]] = row[value]
+    return out
+
+
 def read_findings(path: str | Path = FINDINGS_PATH) -> dict[str, str]:
     """The curated descriptors named like a finding that stay findings: MeSH UI -> MeSH heading (tab-separated
-    ``mesh, name, reason`` with a header line; ``#`` lines and blank lines are ignored)."""
-    out: dict[str, str] = {}
-    for ui, heading, _ in parsers.read_reasoned_table(path, ("mesh", "name", "reason")):
-        if not re.fullmatch(r"D\d{6,9}", ui):
-            raise ValueError(f"{Path(path).name}: {ui!r} is no MeSH UI")
-        out[ui] = heading
-    return out
+    ``mesh, name, reason``)."""
+    return _read_mesh_table(path, ("mesh", "name", "reason"), 1)
 
 
 def read_diagnoses(path: str | Path = DIAGNOSES_PATH) -> dict[str, str]:
     """The curated descriptors named like a finding that clinicians name as a diagnosis: MeSH UI -> the name the
-    disease node gets (tab-separated ``mesh, heading, name, reason`` with a header line)."""
-    out: dict[str, str] = {}
-    for ui, _heading, name, _ in parsers.read_reasoned_table(path, ("mesh", "heading", "name", "reason")):
-        if not re.fullmatch(r"D\d{6,9}", ui):
-            raise ValueError(f"{Path(path).name}: {ui!r} is no MeSH UI")
-        out[ui] = name
-    return out
+    disease node gets (tab-separated ``mesh, heading, name, reason``)."""
+    return _read_mesh_table(path, ("mesh", "heading", "name", "reason"), 2)
 
 
 def add_mesh_diseases(b: Builder, merge: VocabularyMerge, descriptors: dict[str, parsers.MeshDescriptor],
