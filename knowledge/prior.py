@@ -36,7 +36,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-PRIOR_FORMAT = 3          # bump when the facts change (it keys the cache)
+PRIOR_FORMAT = 4          # bump when the facts change (it keys the cache)
 
 CONSUMER_ORGS = ("MPlusHealthTopics", "CDC", "NIHSeniorHealth")          # MedQuAD role O: consumer web pages
 INSTITUTE_ORGS = ("NIDDK", "NHLBI", "NINDS", "CancerGov")                # NIH institutes' fact sheets
@@ -84,6 +84,20 @@ def icd10cm_chapter(code: str) -> int | None:
 def chapter_title(n: int) -> str:
     return next((t for c, _, _, t in ICD10CM_CHAPTERS if c == n), f"chapter {n}")
 
+
+
+# the project's curated table of clinical names: a reviewer's choice of names, not a sign that a disease is common
+# (neither a name nor a source of the concept here)
+_CURATED_NAME_SOURCES = frozenset({"kg-clinical-names"})
+
+
+def _sourced_names(attrs: dict[str, Any]) -> list[str]:
+    """A concept's synonyms as its sources give them (the curated clinical names left out)."""
+    syns = attrs.get("synonyms") or ()
+    srcs = attrs.get("synonym_sources") or ()
+    if len(srcs) != len(syns):
+        return list(syns)
+    return [s for s, src in zip(syns, srcs) if src not in _CURATED_NAME_SOURCES]
 
 class PriorFeatures:
     """Per-disease commonness facts (``facts(cid)``) and their feature vectors (``vector(cid)``).
@@ -159,10 +173,10 @@ class PriorFeatures:
             xrefs = a.get("xrefs") or {}
             own[n] = {"pages": orgs.get(n, set()), "drugs": drugs, "hsdn": hsdn,
                       "icd": {c for code in xrefs.get("ICD10CM", ()) if (c := icd10cm_chapter(code))},
-                      "subsets": set(subsets.get(n, ())), "sources": set(a.get("sources") or ()),
+                      "subsets": set(subsets.get(n, ())), "sources": set(a.get("sources") or ()) - _CURATED_NAME_SOURCES,
                       "registry": bool(xrefs.get("ORPHA") or n.startswith("ORPHA:")),
                       "omim": bool(xrefs.get("OMIM") or n.startswith("OMIM:")),
-                      "names": {normalise(s) for s in [a.get("name") or "", *(a.get("synonyms") or ())]} - {""}}
+                      "names": {normalise(s) for s in [a.get("name") or "", *_sourced_names(a)]} - {""}}
         records: dict[str, dict[str, Any]] = {}
         for n in diseases:
             group = [n, *sorted(e for e in kg.equivalents(n) if e in own)]

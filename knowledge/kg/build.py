@@ -35,11 +35,11 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-18"
+BUILDER_VERSION = "kg-19"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES,
-                   "kg-synonym-errata")
+                   "kg-synonym-errata", "kg-xref-errata")
 OPTIONAL_SOURCES = ("ddxplus-conditions", "ddxplus-evidences")
 CATEGORIES = ("disease", "symptom", "phenotype", "drug", "anatomy")
 
@@ -544,6 +544,37 @@ def remove_synonym_errata(b: Builder, path: Path) -> None:
         rep["synonym_errata_removed"] += 1
 
 
+def read_xref_errata(path: Path) -> list[tuple[str, str, str]]:
+    """The curated cross-reference errata: (concept id, ``PREFIX:id``, reason) rows of a tab-separated file with the
+    header ``concept, xref, reason`` (``#`` lines and blank lines ignored)."""
+    rows = parsers.read_reasoned_table(path, ("concept", "xref", "reason"))
+    for cid, xref, _ in rows:
+        if ":" not in cid:
+            raise ValueError(f"{Path(path).name}: {cid!r} is no concept id")
+        if parsers.split_xref(xref) is None:
+            raise ValueError(f"{Path(path).name}: {xref!r} is no cross-reference the graph keeps")
+    return [(cid, xref, why) for cid, xref, why in rows]
+
+
+def remove_xref_errata(b: Builder, path: Path) -> None:
+    """Remove the cross-references the curated errata list from their concepts (DO files Cushing syndrome's MeSH,
+    NCIt, UMLS and ICD codes under hyperaldosteronism). A row whose concept or cross-reference the graph lacks is
+    counted (``xref_errata_unmatched``; the tests require none)."""
+    rep = b.report
+    b.step("cross-reference errata (curated)")
+    for cid, xref, _ in read_xref_errata(path):
+        prefix, local = parsers.split_xref(xref)
+        a = b.nodes.get(cid)
+        held = a["xrefs"].get(prefix) if a else None
+        if not held or local not in held:
+            rep["xref_errata_unmatched"] += 1
+            continue
+        held.remove(local)
+        if not held:
+            del a["xrefs"][prefix]
+        rep["xref_errata_removed"] += 1
+
+
 def ingest_cardinal_findings(b: Builder, path: Path) -> None:
     """The curated cardinal findings of common diseases (:mod:`.cardinal`): a ``has_symptom`` edge per finding with
     the textbook citation (``reference``) and the finding's place in the entry (``order``, 1 = most characteristic).
@@ -615,6 +646,9 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
         ingest_do_facets(b, located["do-facets"])
     if "do-xrefs" in located or b.do_obo:
         ingest_do_xrefs(b, located.get("do-xrefs"))
+    if "kg-xref-errata" in located:
+        # before anything maps through the cross-references (HPO, Mondo, the vocabularies)
+        remove_xref_errata(b, located["kg-xref-errata"])
     if "do-symp" in located:
         ingest_symptom_ontology(b, located["do-symp"])
     if "do-disease-symptom" in located:

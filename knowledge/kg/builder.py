@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 MAPPED = "MAPPED"                  # a name from another vocabulary, reached through a mapping
 ABBREVIATION = "ABBREVIATION"      # an abbreviation (curated, or tagged as one by its vocabulary)
 NARROW = "NARROW"                  # a narrower or related notion filed under the concept (MeSH, ICD-10-CM)
+BROAD = "BROAD"                    # a broader notion clinicians use for the concept (curated clinical names)
 
 # sources that ship with this code rather than being fetched: id -> (file, license)
 LOCAL_SOURCES = {
@@ -38,6 +39,10 @@ LOCAL_SOURCES = {
     "kg-mesh-diagnoses": (Path(__file__).with_name("mesh_diagnoses.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
     # synonyms a source gives a concept that name another one (removed by build.remove_synonym_errata)
     "kg-synonym-errata": (Path(__file__).with_name("synonym_errata.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
+    # names clinicians give a diagnosis the graph holds under another name (read by vocab.py)
+    "kg-clinical-names": (Path(__file__).with_name("clinical_names.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
+    # cross-references a source gives a concept that belong to another one (removed by build.remove_xref_errata)
+    "kg-xref-errata": (Path(__file__).with_name("xref_errata.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
 }
 
 

@@ -3,7 +3,8 @@
 The names clinicians use -- everyday names, eponyms, older synonyms, abbreviations -- come from vocabularies
 other than DO: the NCI Thesaurus (names, exact synonyms, definitions), MeSH (descriptors and entry terms of
 the disease trees C and F03), the ICD-10-CM tabular list (code titles and inclusion terms), Mondo's labels and
-the Orphanet and ICD-11 labels it matches exactly, and a small curated table of clinical abbreviations.
+the Orphanet and ICD-11 labels it matches exactly, and two small curated tables: clinical abbreviations, and the
+clinical names of diagnoses the graph holds under another name ("sepsis", "strep throat", "adrenal crisis").
 Each term is mapped to the DO concept it names, and its names become synonyms there; the only nodes added are
 the MeSH disease descriptors no DO concept corresponds to (:mod:`.mesh_nodes`: herpes labialis, lichen
 sclerosus, brain concussion ...), which get their names through the same guards.
@@ -23,8 +24,9 @@ Synonyms are added (:class:`VocabularyMerge`) conservatively:
   synonym carries its source id in the node's ``synonym_sources``;
 - a name that already is the preferred name or an exact synonym of *another* DO concept is not added; a
   synonym the vocabularies propose for two or more DO concepts is given to none; a narrower name gives way to a
-  synonym of another concept and is given to none when two concepts claim it. The curated abbreviations are
-  exempt: they are checked by hand, and claim their names before the other sources are merged;
+  synonym of another concept and is given to none when two concepts claim it. The curated abbreviations and
+  clinical names are exempt: they are checked by hand, and claim their names before the other sources are merged
+  (a clinical name's scope is ``MAPPED``, ``NARROW`` or ``BROAD`` as its row says);
 - ICD-10-CM titles lose trailing "unspecified"/"NOS" qualifiers; titles and terms about "other" conditions,
   "NEC"/"not elsewhere classified" and other "unspecified" ones are dropped (:func:`icd_names`).
 
@@ -43,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from . import mesh_nodes, parsers
-from .builder import ABBREVIATION, MAPPED, NARROW, Builder
+from .builder import ABBREVIATION, BROAD, LOCAL_SOURCES, MAPPED, NARROW, Builder
 from .mesh_nodes import mesh_names
 from .normalize import normalise, uninvert
 
@@ -54,6 +56,7 @@ _STRONG = (MAPPED, ABBREVIATION)
 MONDO_SOURCES = ("mondo-doid", "mondo-mesh", "mondo-icd10cm", "mondo-ncit", "mondo-umls", "mondo-orphanet",
                  "mondo-icd11", "mondo-gard")
 VOCAB_SOURCES = ("ncit", *MONDO_SOURCES, "mesh-thesaurus", "mesh-trees", "icd10cm", "kg-abbreviations",
+                 "kg-clinical-names",
                  mesh_nodes.FINDINGS_SOURCE, mesh_nodes.DIAGNOSES_SOURCE)
 
 # the vocabularies mapped to DO, by the xref prefix the KG uses for them, and the Mondo table matching each
@@ -61,6 +64,10 @@ _BRIDGED = {"MESH": "mondo-mesh", "ICD10CM": "mondo-icd10cm", "NCI": "mondo-ncit
 # identifiers of a Mondo disease added to its DO concept as cross-references
 _XREF_TABLES = {"UMLS_CUI": "mondo-umls", "GARD": "mondo-gard"}
 _ROOT = "DOID:4"                   # "disease": never receives names from the vocabularies
+
+# the kinds of name of the curated clinical-names table, and the synonym scope each becomes
+CLINICAL_NAME_KINDS = {"same": MAPPED, "narrower": NARROW, "broader": BROAD}
+CLINICAL_NAMES_PATH = LOCAL_SOURCES["kg-clinical-names"][0]
 
 _ABBREV_RE = re.compile(r"^(?=.*[A-Z])[A-Z0-9][A-Za-z0-9-]{0,7}$")
 
@@ -330,6 +337,18 @@ class VocabularyMerge:
                 continue
             self.curated.append(Candidate(doid, r.abbreviation, ABBREVIATION, source))
 
+    def add_clinical_names(self, rows: Iterable[tuple[str, str, str]], source: str) -> None:
+        """Curated clinical names (:func:`read_clinical_names`: name, concept id, synonym scope). Like the curated
+        abbreviations, they claim their names for their concept and pass the merge's guards; a DO id the graph lacks
+        is counted and left out, another id (a disease added from MeSH, an Orphanet disease) is checked by
+        :meth:`apply`."""
+        for name, concept, scope in rows:
+            doid = self.b.do_id(concept) if concept.startswith("DOID:") else concept
+            if doid is None:
+                self.b.report["vocab_clinical_names_unknown_concept"] += 1
+                continue
+            self.curated.append(Candidate(doid, name, scope, source))
+
     def add_mondo_labels(self, source: str) -> None:
         """Mondo's own label of every Mondo disease that matches exactly one DO concept."""
         for mondo, label in self.bridge.mondo_label.items():
@@ -425,7 +444,7 @@ class VocabularyMerge:
             if a["category"] == "disease" and nid.startswith("DOID:"):
                 for k in _own_keys(a, exact_only=True):
                     claimed[k].add(nid)
-        # curated abbreviations first: they claim their names for their concept
+        # curated abbreviations and clinical names first: they claim their names for their concept
         for c in self.curated:
             claimed[normalise(c.text)].add(c.doid)
         # a name the vocabularies propose as a synonym of several DO concepts names none of them; a narrower
@@ -440,8 +459,13 @@ class VocabularyMerge:
             key = normalise(c.text)
             if len(key) < 2 or key.isdigit() or c.doid == _ROOT or c.doid not in b.nodes:
                 rep["vocab_synonyms_skipped_unusable"] += 1
+                if c.source == "kg-clinical-names":
+                    rep["vocab_clinical_names_unknown_concept"] += 1
                 continue
-            if i >= n_curated:          # the curated abbreviations pass unchecked
+            if c.source == "kg-clinical-names" and b.nodes[c.doid]["category"] != "disease":
+                rep["vocab_clinical_names_unknown_concept"] += 1      # a clinical name names diseases only
+                continue
+            if i >= n_curated:          # the curated names pass unchecked
                 owners = claimed.get(key)
                 if owners and c.doid not in owners:
                     rep["vocab_synonyms_skipped_naming_other_concept"] += 1
@@ -495,6 +519,19 @@ class VocabularyMerge:
         return dict(added)
 
 
+def read_clinical_names(path: str | Path = CLINICAL_NAMES_PATH) -> list[tuple[str, str, str]]:
+    """The curated clinical names of diagnoses (tab-separated ``name, concept, kind, reason``; ``kind`` one of
+    ``same``, ``narrower``, ``broader``): (name, concept id, synonym scope) rows."""
+    out = []
+    for name, concept, kind, _ in parsers.read_reasoned_table(Path(path), ("name", "concept", "kind", "reason")):
+        if ":" not in concept:
+            raise ValueError(f"{Path(path).name}: {concept!r} is no concept id")
+        if kind not in CLINICAL_NAME_KINDS:
+            raise ValueError(f"{Path(path).name}: kind {kind!r} of {name!r} is not one of {sorted(CLINICAL_NAME_KINDS)}")
+        out.append((name, concept, CLINICAL_NAME_KINDS[kind]))
+    return out
+
+
 # ---------------------------------------------------------------- the build step
 def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, list[Path]],
                         mondo: dict[str, list[parsers.Mapping]] | None = None) -> dict[str, int]:
@@ -512,6 +549,9 @@ def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, l
     if "kg-abbreviations" in located:
         b.step("curated clinical abbreviations")
         merge.add_abbreviations(parsers.read_abbreviations(located["kg-abbreviations"]), "kg-abbreviations")
+    if "kg-clinical-names" in located:
+        b.step("curated clinical names of diagnoses")
+        merge.add_clinical_names(read_clinical_names(located["kg-clinical-names"]), "kg-clinical-names")
     ncit_terms: dict[str, parsers.Term] = {}
     new_mesh: list[str] = []
     if "ncit" in located:

@@ -261,6 +261,24 @@ def test_every_curated_diagnosis_named_like_a_finding_is_a_disease_concept(kg):
     assert "MESH:D020246" in _ids(kg.lookup("DVT"))
 
 
+def test_clinical_names_and_xref_errata_reach_their_diseases(kg):
+    """Every curated clinical name looks up its disease concept first among the diseases ("sepsis" is bacterial
+    sepsis, "strep throat" pharyngitis); Cushing syndrome is a disease of its own, no longer primary
+    hyperaldosteronism, which lost its ICD-10-CM code E24 with it; every row of both tables applied."""
+    from knowledge.kg import vocab
+
+    for name, concept, _ in vocab.read_clinical_names():
+        hits = _ids(kg.lookup(name, categories=["disease"]))
+        assert hits and hits[0] == concept, (name, hits[:3])
+    assert not kg.report.get("vocab_clinical_names_unknown_concept")
+    cushing = _ids(kg.lookup("Cushing syndrome", categories=["disease"]))
+    assert cushing[0] == "MESH:D003480" and "DOID:446" not in cushing
+    assert "E24" not in kg.graph.nodes["DOID:446"]["xrefs"].get("ICD10CM", ())
+    assert _ids(kg.lookup("hyperaldosteronism", categories=["disease"]))[0] == "DOID:446"
+    rows = kg_build.read_xref_errata(kg_build.LOCAL_SOURCES["kg-xref-errata"][0])
+    assert kg.report["xref_errata_removed"] == len(rows) and not kg.report.get("xref_errata_unmatched")
+
+
 def test_is_a_hierarchy(kg):
     parents = kg.parents(ASTHMA)
     assert [kg.concept(p).name for p in parents] == ["bronchial disease"]

@@ -174,7 +174,8 @@ def test_mesh_findings_table_names_real_descriptors_mondo_calls_diseases(mesh, m
 
 def test_mesh_diagnoses_table_names_real_disease_descriptors_no_ontology_holds(mesh, mondo):
     """Each row of the curated diagnoses-named-like-findings table is a MeSH descriptor in the disease trees (its
-    heading as written) that Mondo does not exactly match — a row the Mondo rule already reaches is dead weight."""
+    heading as written) that Mondo does not exactly match — a row the Mondo rule already reaches is dead weight — unless
+    the heading rule keeps it out."""
     from knowledge.kg import mesh_nodes, parsers
 
     named = mesh_nodes.read_diagnoses()
@@ -182,10 +183,13 @@ def test_mesh_diagnoses_table_names_real_disease_descriptors_no_ontology_holds(m
     in_mondo = {m.object_id.split(":", 1)[1].upper() for m in mondo["mondo-mesh"] if ":" in m.object_id}
     headings = {r[0]: r[1] for r in parsers.read_reasoned_table(mesh_nodes.DIAGNOSES_PATH,
                                                                  ("mesh", "heading", "name", "reason"))}
+    # Cushing syndrome: Mondo holds it, but two of its narrower descriptors are DO concepts, so the rule for grouping
+    # headings would leave it out
+    headed = {"D003480"}
     for ui in named:
         assert ui in mesh and mesh[ui].name == headings[ui], (ui, headings[ui])
         assert any(parsers.under_trees(t, parsers.MESH_DISEASE_TREES) for t in mesh[ui].tree_numbers), ui
-        assert ui not in in_mondo, ui
+        assert ui not in in_mondo or ui in headed, ui
 
 
 # ---------------------------------------------------------------- merged into DO

@@ -1,10 +1,10 @@
-"""The curated, reviewable tables of the graph build (findings kept findings, synonym errata) share one reader: its
-header and filled-field checks, and each table's own id check."""
+"""The curated, reviewable tables of the graph build (findings kept findings, synonym and cross-reference errata,
+clinical names) share one reader: its header and filled-field checks, and each table's own id check."""
 from __future__ import annotations
 
 import pytest
 
-from knowledge.kg import build, mesh_nodes, parsers
+from knowledge.kg import build, mesh_nodes, parsers, vocab
 
 
 def test_reasoned_table_reads_rows_and_skips_comments(tmp_path):
@@ -35,6 +35,17 @@ def test_each_table_checks_its_ids(tmp_path):
     findings.write_text("mesh\tname\treason\nhypotension\tHypotension\ta sign\n")
     with pytest.raises(ValueError, match="no MeSH UI"):
         mesh_nodes.read_findings(findings)
+    xrefs = tmp_path / "xrefs.tsv"
+    xrefs.write_text("concept\txref\treason\nDOID:446\tD003480\tno prefix\n")
+    with pytest.raises(ValueError, match="no cross-reference"):
+        build.read_xref_errata(xrefs)
+    names = tmp_path / "names.tsv"
+    names.write_text("name\tconcept\tkind\treason\nstrep throat\tDOID:2275\tsimilar\tno such kind\n")
+    with pytest.raises(ValueError, match="kind 'similar'"):
+        vocab.read_clinical_names(names)
+    names.write_text("name\tconcept\tkind\treason\nstrep throat\tpharyngitis\tnarrower\tnot an id\n")
+    with pytest.raises(ValueError, match="no concept id"):
+        vocab.read_clinical_names(names)
     diagnoses = tmp_path / "diagnoses.tsv"
     diagnoses.write_text("mesh\theading\tname\treason\nDVT\tVenous Thrombosis\tdeep vein thrombosis\ta diagnosis\n")
     with pytest.raises(ValueError, match="no MeSH UI"):
@@ -46,3 +57,6 @@ def test_the_shipped_tables_read():
         (c, s) for c, s, _ in build.read_synonym_errata(build.LOCAL_SOURCES["kg-synonym-errata"][0])}
     assert len(mesh_nodes.read_findings()) >= 20
     assert mesh_nodes.read_diagnoses()["D020246"] == "deep vein thrombosis"
+    assert ("DOID:446", "MESH:D003480") in {(c, x) for c, x, _ in build.read_xref_errata(
+        build.LOCAL_SOURCES["kg-xref-errata"][0])}
+    assert ("sepsis", "DOID:0040085", "MAPPED") in vocab.read_clinical_names()

@@ -206,6 +206,40 @@ def test_curated_abbreviations_claim_their_names(b):
     assert b.report["vocab_abbreviations_unknown_doid"] == 1
 
 
+def test_curated_clinical_names_claim_their_names_with_their_scope(b):
+    """A clinical name joins its concept with the scope of its kind, before a vocabulary that gives the same name to
+    another concept; a DO id the graph lacks and a finding are counted and left out; the extractor's vocabulary does
+    not read the names."""
+    b.node("HP:0100806", "phenotype", "hpo", name="Sepsis")
+    merge = vocab.VocabularyMerge(b)
+    merge.add_clinical_names([("kidney stone attack", STONE, "NARROW"), ("heart attack, acute", ACUTE_MI, "MAPPED"),
+                              ("ghost disease", "DOID:424242", "MAPPED"), ("sepsis", "HP:0100806", "MAPPED")],
+                             "kg-clinical-names")
+    merge.propose(MI, [("heart attack, acute", "MAPPED")], "ncit")
+    merge.apply()
+    assert synonyms(b, STONE)["kidney stone attack"] == ("NARROW", "kg-clinical-names")
+    assert synonyms(b, ACUTE_MI)["heart attack, acute"] == ("MAPPED", "kg-clinical-names")
+    assert "heart attack, acute" not in synonyms(b, MI)
+    assert b.nodes["HP:0100806"]["synonyms"] == []
+    assert b.report["vocab_clinical_names_unknown_concept"] == 2
+    kg = KnowledgeGraph(build.assemble(b.nodes.items(), []), "test")
+    assert [c.id for c in kg.lookup("kidney stone attack")] == [STONE]
+    assert next(e for e in kg.vocabulary() if e.id == STONE).synonyms == []
+
+
+def test_xref_errata_take_a_cross_reference_off_before_the_vocabularies_map_through_it(b, tmp_path):
+    """A cross-reference the errata list is removed (the prefix too when it was the last), so the MeSH descriptor no
+    longer maps to that concept; a row the graph does not carry is counted."""
+    table = tmp_path / "xref_errata.tsv"
+    table.write_text("concept\txref\treason\n"
+                     f"{ASTHMA}\tMESH:D001249\twrong descriptor\n"
+                     f"{ASTHMA}\tICD10CM:J99\tnot carried\n")
+    build.remove_xref_errata(b, table)
+    assert "MESH" not in b.nodes[ASTHMA]["xrefs"] and b.nodes[ASTHMA]["xrefs"]["ICD10CM"] == ["J45"]
+    assert b.report["xref_errata_removed"] == 1 and b.report["xref_errata_unmatched"] == 1
+    assert vocab.VocabularyMerge(b).bridge.resolve("MESH", "D001249")[0] is None
+
+
 def test_root_and_taken_xrefs_are_left_alone(b):
     b.add_xref(b.nodes[ASTHMA], "UMLS_CUI", "C0004096")
     merge = vocab.VocabularyMerge(b)
