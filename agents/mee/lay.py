@@ -10,7 +10,8 @@ such expressions to the concept the vocabulary would have found for the clinical
 ``pain``
     the pattern names a body part; "my P hurts/aches/is sore", "my P, Q and R hurt" (each part),
     "pain/ache/discomfort in (or behind) my P", "sore/aching P" and "P ache/pain/discomfort/soreness" give the
-    finding;
+    finding, and so does each place of a clinician's list before the word for pain ("chest and back pain",
+    "abdominal and pelvic pain": the part, its adjective or the first words of the concept's name);
 ``swelling``
     the pattern names a body part; "swelling in (my) P", "swollen/swelled/puffy P", "my P is swollen / swells / has been
     swelling", "P swelling" and "swelling P" give the finding;
@@ -164,6 +165,41 @@ def _coordinated(path: str) -> re.Pattern:
                       rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting))\b", _I)
 
 
+# the adjective of a part clinicians put before "pain" where the pain rows name the part as a noun ("abdominal pain")
+_ADJECTIVES = {"abdomen": "abdominal", "pelvis": "pelvic", "muscles?": "muscular", "eyes?": "ocular",
+               "cheeks?": "facial", "testicles?": "testicular", "ears?": "otic", "flanks?": "loin"}
+_PAIN_NOUN = r"(?:pains?|aches?|discomfort|tenderness|soreness)"
+_LIST_SIDE = r"(?:(?:left|right|lower|upper|central|bilateral)\s+){0,2}"
+
+
+@lru_cache(maxsize=4)
+def _clinical_forms(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
+    """Each pain row's words for its part in a clinician's list of painful places: the row's own nouns, the
+    adjective ("abdominal", "pelvic") and the first words of the concept's name ("chest" of chest pain, "joint" of
+    joint pain)."""
+    out = []
+    for rule in load_lay_table(path):
+        if rule.form != "pain":
+            continue
+        words = [rule.pattern, *(adj for noun, adj in _ADJECTIVES.items() if noun in rule.pattern.split("|"))]
+        head = re.sub(r"\s*(?:pain|ache)$", "", rule.name.strip(), flags=_I)
+        if head and head.lower() != rule.name.strip().lower():
+            words.append(re.escape(head))
+        out.append((rule, re.compile(rf"(?:{'|'.join(words)})", _I)))
+    return out
+
+
+@lru_cache(maxsize=4)
+def _clinical_list(path: str) -> re.Pattern:
+    """Places of one pain listed before the word for it, "chest and back pain", "neck, shoulder and arm pain",
+    "right lower abdominal and pelvic pain": group 1 is the list before the last place (the last place and the word
+    for pain are read as usual), each of its places a finding (:func:`find_lay_phrases`)."""
+    forms = "|".join(f"(?:{pat.pattern})" for _, pat in _clinical_forms(path))
+    place = rf"{_LIST_SIDE}(?:{forms})"
+    return re.compile(rf"\b({place}(?:\s*,\s*{place}){{0,3}})(?:\s*,)?\s+(?:and|&|or|and/or)\s+{place}\s+"
+                      rf"{_PAIN_NOUN}\b", _I)
+
+
 @lru_cache(maxsize=4)
 def _lesion(path: str) -> tuple[re.Pattern, list[tuple[PhraseRule, re.Pattern]]]:
     """The pattern of a lesion's description and the ``lesion`` rows' own patterns."""
@@ -173,6 +209,12 @@ def _lesion(path: str) -> tuple[re.Pattern, list[tuple[PhraseRule, re.Pattern]]]
     description = re.compile(rf"\b(?:(?:{words})(?:\s*,\s*(?:and\s+)?|\s+(?:and|or)\s+|\s+)){{0,6}}"
                              rf"(?:{_LESION_NOUN})\b", _I)
     return description, rows
+
+
+def _whole_word(text: str, start: int, end: int) -> bool:
+    """``text[start:end]`` is whole words ("back" in "back", not in "backpack")."""
+    return ((start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
+            and end > start)
 
 
 def _finding(rule: PhraseRule, text: str, start: int, end: int) -> Finding:
@@ -203,6 +245,12 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
         for rule, pat in parts:
             for p in pat.finditer(text, m.start(1), m.end(1)):
                 found.append(_finding(rule, text, p.start(), p.end()))
+    forms = _clinical_forms(str(path))
+    for m in _clinical_list(str(path)).finditer(text):    # "chest and back pain": the chest's pain too
+        for rule, pat in forms:
+            for p in pat.finditer(text, m.start(1), m.end(1)):
+                if _whole_word(text, p.start(), p.end()):
+                    found.append(_finding(rule, text, p.start(), p.end()))
     description, rows = _lesion(str(path))
     for d in description.finditer(text):
         if _NOT_SKIN.search(text, max(0, d.start() - 40), d.start()):

@@ -321,6 +321,28 @@ def test_body_parts_that_hurt_together_are_each_a_pain(text, expected):
     assert sorted(set(names(text))) == sorted(expected)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("She has sudden tearing chest and back pain.", ["chest pain", "backache"]),
+    ("Sudden severe right lower abdominal and pelvic pain for 3 hours.", ["abdominal pain"]),   # pelvic: vocabulary's
+    ("He reports neck, shoulder and arm pain after the fall.", ["neck pain", "shoulder pain", "Upper limb pain"]),
+    ("He denies chest or back pain.", ["chest pain", "backache"]),                   # negated later, by ConText
+    ("Joint and muscle aches for a week.", ["joint pain", "muscle pain"]),
+])
+def test_each_place_of_a_clinicians_list_before_pain_is_a_pain(text, expected):
+    """Each place of a list ending in a word for pain (the last with the word, as before)."""
+    assert sorted(set(names(text))) == sorted(expected)
+
+
+@pytest.mark.parametrize("text", [
+    "She carries a backpack and back pain followed.",          # "backpack" is no back
+    "Fever and abdominal pain since yesterday.",                # a fever is no place
+    "Chest X-ray and ECG were normal; back pain persists.",     # no list before the pain
+])
+def test_a_clinicians_list_needs_places_before_the_pain(text):
+    got = [f.text.lower() for f in find_lay_phrases(text)]
+    assert not [t for t in got if t.split()[0] in ("backpack", "fever", "chest")], got
+
+
 @pytest.mark.parametrize("text, found", [
     ("Do you feel lightheaded and dizzy or feeling about to faint?", True),
     ("She felt faint on standing and had to sit down.", True),
