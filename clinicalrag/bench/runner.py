@@ -4,7 +4,8 @@ A run folder is resumable: records already there are skipped, so an interrupted 
 machine) continues where it stopped, and adding a system to a finished run runs only that system. The manifest
 beside the records says what was run (code version, dataset checksum and sampled ids, seed, systems and their
 config hashes, model, machine), so two runs can be compared and reproduced. A run folder belongs to one dataset
-sample and one model: resuming it with another refuses.
+sample, one model and one knowledge graph and index: resuming it with another refuses (after the graph changes, a
+resumed folder would report the old graph's answers as the new code's).
 
 LLM answers go through an optional response cache keyed by the request (model, messages, settings, seed): a re-run
 of unchanged cases makes no calls. Repeat ``r`` uses seed ``seed + r`` so repeats are separate requests.
@@ -296,6 +297,11 @@ def _check_resume(old: dict[str, Any], new: Manifest) -> None:
     if (old.get("llm") or {}).get("model") != (new.get("llm") or {}).get("model"):
         raise BenchError(f"the run folder was made with model {(old.get('llm') or {}).get('model')!r}; "
                          "use a new --out folder for another model")
+    for key, what in (("kg_version", "knowledge graph"), ("index_version", "index")):
+        if old.get(key) and old.get(key) != new.get(key):
+            # records made on another graph or index would be counted as this code's: a stale result, silently
+            raise BenchError(f"the run folder was made on {what} {old.get(key)!r}, this code has {new.get(key)!r}: "
+                             "records of two versions do not mix; use a new --out folder")
     if int(old.get("repeats", 1)) > new["repeats"]:
         new["repeats"] = int(old["repeats"])
 

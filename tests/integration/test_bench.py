@@ -97,6 +97,21 @@ def test_resume_refuses_another_sample(run_dir, resources):
                                 progress=False), resources=resources)
 
 
+def test_resume_refuses_a_folder_made_on_another_graph(run_dir, resources, tmp_path):
+    """A run folder made before the graph changed holds the old graph's answers: resuming it would report them as
+    this code's, so it is refused."""
+    import shutil
+
+    copy = tmp_path / "other-graph"
+    shutil.copytree(run_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["kg_version"] = "0123456789abcdef+m00000000"
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BenchError, match="knowledge graph '0123456789abcdef"):
+        run_bench(BenchSettings(dataset="symptom2disease", systems=SYSTEMS, out=copy, limit=N, seed=3,
+                                progress=False), resources=resources)
+
+
 def test_report_tables_and_plots(run_dir, tmp_path):
     from clinicalrag.bench.report import build_report
 
