@@ -85,7 +85,6 @@ def chapter_title(n: int) -> str:
     return next((t for c, _, _, t in ICD10CM_CHAPTERS if c == n), f"chapter {n}")
 
 
-
 # the project's curated table of clinical names: a reviewer's choice of names, not a sign that a disease is common
 # (neither a name nor a source of the concept here)
 _CURATED_NAME_SOURCES = frozenset({"kg-clinical-names"})
@@ -98,6 +97,7 @@ def _sourced_names(attrs: dict[str, Any]) -> list[str]:
     if len(srcs) != len(syns):
         return list(syns)
     return [s for s, src in zip(syns, srcs) if src not in _CURATED_NAME_SOURCES]
+
 
 class PriorFeatures:
     """Per-disease commonness facts (``facts(cid)``) and their feature vectors (``vector(cid)``).
@@ -173,7 +173,8 @@ class PriorFeatures:
             xrefs = a.get("xrefs") or {}
             own[n] = {"pages": orgs.get(n, set()), "drugs": drugs, "hsdn": hsdn,
                       "icd": {c for code in xrefs.get("ICD10CM", ()) if (c := icd10cm_chapter(code))},
-                      "subsets": set(subsets.get(n, ())), "sources": set(a.get("sources") or ()) - _CURATED_NAME_SOURCES,
+                      "subsets": set(subsets.get(n, ())),
+                      "sources": set(a.get("sources") or ()) - _CURATED_NAME_SOURCES,
                       "registry": bool(xrefs.get("ORPHA") or n.startswith("ORPHA:")),
                       "omim": bool(xrefs.get("OMIM") or n.startswith("OMIM:")),
                       "names": {normalise(s) for s in [a.get("name") or "", *_sourced_names(a)]} - {""}}

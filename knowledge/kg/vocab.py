@@ -56,8 +56,7 @@ _STRONG = (MAPPED, ABBREVIATION)
 MONDO_SOURCES = ("mondo-doid", "mondo-mesh", "mondo-icd10cm", "mondo-ncit", "mondo-umls", "mondo-orphanet",
                  "mondo-icd11", "mondo-gard")
 VOCAB_SOURCES = ("ncit", *MONDO_SOURCES, "mesh-thesaurus", "mesh-trees", "icd10cm", "kg-abbreviations",
-                 "kg-clinical-names",
-                 mesh_nodes.FINDINGS_SOURCE, mesh_nodes.DIAGNOSES_SOURCE)
+                 "kg-clinical-names", mesh_nodes.FINDINGS_SOURCE, mesh_nodes.DIAGNOSES_SOURCE)
 
 # the vocabularies mapped to DO, by the xref prefix the KG uses for them, and the Mondo table matching each
 _BRIDGED = {"MESH": "mondo-mesh", "ICD10CM": "mondo-icd10cm", "NCI": "mondo-ncit"}
@@ -67,7 +66,8 @@ _ROOT = "DOID:4"                   # "disease": never receives names from the vo
 
 # the kinds of name of the curated clinical-names table, and the synonym scope each becomes
 CLINICAL_NAME_KINDS = {"same": MAPPED, "narrower": NARROW, "broader": BROAD}
-CLINICAL_NAMES_PATH = LOCAL_SOURCES["kg-clinical-names"][0]
+CLINICAL_NAMES_SOURCE = "kg-clinical-names"
+CLINICAL_NAMES_PATH = LOCAL_SOURCES[CLINICAL_NAMES_SOURCE][0]
 
 _ABBREV_RE = re.compile(r"^(?=.*[A-Z])[A-Z0-9][A-Za-z0-9-]{0,7}$")
 
@@ -459,10 +459,10 @@ class VocabularyMerge:
             key = normalise(c.text)
             if len(key) < 2 or key.isdigit() or c.doid == _ROOT or c.doid not in b.nodes:
                 rep["vocab_synonyms_skipped_unusable"] += 1
-                if c.source == "kg-clinical-names":
+                if c.source == CLINICAL_NAMES_SOURCE:
                     rep["vocab_clinical_names_unknown_concept"] += 1
                 continue
-            if c.source == "kg-clinical-names" and b.nodes[c.doid]["category"] != "disease":
+            if c.source == CLINICAL_NAMES_SOURCE and b.nodes[c.doid]["category"] != "disease":
                 rep["vocab_clinical_names_unknown_concept"] += 1      # a clinical name names diseases only
                 continue
             if i >= n_curated:          # the curated names pass unchecked
@@ -527,7 +527,8 @@ def read_clinical_names(path: str | Path = CLINICAL_NAMES_PATH) -> list[tuple[st
         if ":" not in concept:
             raise ValueError(f"{Path(path).name}: {concept!r} is no concept id")
         if kind not in CLINICAL_NAME_KINDS:
-            raise ValueError(f"{Path(path).name}: kind {kind!r} of {name!r} is not one of {sorted(CLINICAL_NAME_KINDS)}")
+            raise ValueError(f"{Path(path).name}: kind {kind!r} of {name!r} is not one of "
+                             f"{sorted(CLINICAL_NAME_KINDS)}")
         out.append((name, concept, CLINICAL_NAME_KINDS[kind]))
     return out
 
@@ -549,9 +550,9 @@ def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, l
     if "kg-abbreviations" in located:
         b.step("curated clinical abbreviations")
         merge.add_abbreviations(parsers.read_abbreviations(located["kg-abbreviations"]), "kg-abbreviations")
-    if "kg-clinical-names" in located:
+    if CLINICAL_NAMES_SOURCE in located:
         b.step("curated clinical names of diagnoses")
-        merge.add_clinical_names(read_clinical_names(located["kg-clinical-names"]), "kg-clinical-names")
+        merge.add_clinical_names(read_clinical_names(located[CLINICAL_NAMES_SOURCE]), CLINICAL_NAMES_SOURCE)
     ncit_terms: dict[str, parsers.Term] = {}
     new_mesh: list[str] = []
     if "ncit" in located:

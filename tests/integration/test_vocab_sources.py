@@ -174,8 +174,8 @@ def test_mesh_findings_table_names_real_descriptors_mondo_calls_diseases(mesh, m
 
 def test_mesh_diagnoses_table_names_real_disease_descriptors_no_ontology_holds(mesh, mondo):
     """Each row of the curated diagnoses-named-like-findings table is a MeSH descriptor in the disease trees (its
-    heading as written) that Mondo does not exactly match — a row the Mondo rule already reaches is dead weight — unless
-    the heading rule keeps it out."""
+    heading as written) that Mondo does not exactly match — a row the Mondo rule already reaches is dead weight —
+    unless the heading rule keeps it out."""
     from knowledge.kg import mesh_nodes, parsers
 
     named = mesh_nodes.read_diagnoses()
