@@ -26,30 +26,22 @@ def test_reasoned_table_rejects_a_bad_header_or_an_empty_field(tmp_path, text, m
         parsers.read_reasoned_table(t, ("concept", "synonym", "reason"))
 
 
-def test_each_table_checks_its_ids(tmp_path):
-    errata = tmp_path / "errata.tsv"
-    errata.write_text("concept\tsynonym\treason\ndiarrhea\tfecal incontinence\tnot an id\n")
-    with pytest.raises(ValueError, match="no concept id"):
-        build.read_synonym_errata(errata)
-    findings = tmp_path / "findings.tsv"
-    findings.write_text("mesh\tname\treason\nhypotension\tHypotension\ta sign\n")
-    with pytest.raises(ValueError, match="no MeSH UI"):
-        mesh_nodes.read_findings(findings)
-    xrefs = tmp_path / "xrefs.tsv"
-    xrefs.write_text("concept\txref\treason\nDOID:446\tD003480\tno prefix\n")
-    with pytest.raises(ValueError, match="no cross-reference"):
-        build.read_xref_errata(xrefs)
-    names = tmp_path / "names.tsv"
-    names.write_text("name\tconcept\tkind\treason\nstrep throat\tDOID:2275\tsimilar\tno such kind\n")
-    with pytest.raises(ValueError, match="kind 'similar'"):
-        vocab.read_clinical_names(names)
-    names.write_text("name\tconcept\tkind\treason\nstrep throat\tpharyngitis\tnarrower\tnot an id\n")
-    with pytest.raises(ValueError, match="no concept id"):
-        vocab.read_clinical_names(names)
-    diagnoses = tmp_path / "diagnoses.tsv"
-    diagnoses.write_text("mesh\theading\tname\treason\nDVT\tVenous Thrombosis\tdeep vein thrombosis\ta diagnosis\n")
-    with pytest.raises(ValueError, match="no MeSH UI"):
-        mesh_nodes.read_diagnoses(diagnoses)
+@pytest.mark.parametrize("read, text, message", [
+    (build.read_synonym_errata, "concept\tsynonym\treason\ndiarrhea\tfecal incontinence\tnot an id\n", "no concept id"),
+    (mesh_nodes.read_findings, "mesh\tname\treason\nhypotension\tHypotension\ta sign\n", "no MeSH UI"),
+    (build.read_xref_errata, "concept\txref\treason\nDOID:446\tD003480\tno prefix\n", "no cross-reference"),
+    (vocab.read_clinical_names, "name\tconcept\tkind\treason\nstrep throat\tDOID:2275\tsimilar\tno such kind\n",
+     "kind 'similar'"),
+    (vocab.read_clinical_names, "name\tconcept\tkind\treason\nstrep throat\tpharyngitis\tnarrower\tnot an id\n",
+     "no concept id"),
+    (mesh_nodes.read_diagnoses,
+     "mesh\theading\tname\treason\nDVT\tVenous Thrombosis\tdeep vein thrombosis\ta diagnosis\n", "no MeSH UI"),
+])
+def test_each_table_checks_its_ids(tmp_path, read, text, message):
+    table = tmp_path / "table.tsv"
+    table.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        read(table)
 
 
 def test_the_shipped_tables_read():
