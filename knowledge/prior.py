@@ -85,18 +85,14 @@ def chapter_title(n: int) -> str:
     return next((t for c, _, _, t in ICD10CM_CHAPTERS if c == n), f"chapter {n}")
 
 
-# the project's curated table of clinical names: a reviewer's choice of names, not a sign that a disease is common
-# (neither a name nor a source of the concept here)
-_CURATED_NAME_SOURCES = frozenset({"kg-clinical-names"})
-
-
-def _sourced_names(attrs: dict[str, Any]) -> list[str]:
-    """A concept's synonyms as its sources give them (the curated clinical names left out)."""
+def _sourced_names(attrs: dict[str, Any], curated: frozenset[str]) -> list[str]:
+    """A concept's synonyms as its sources give them: the project's curated clinical names (``curated``: their
+    source ids) left out, a reviewer's choice of names being no sign that a disease is common."""
     syns = attrs.get("synonyms") or ()
     srcs = attrs.get("synonym_sources") or ()
     if len(srcs) != len(syns):
         return list(syns)
-    return [s for s, src in zip(syns, srcs) if src not in _CURATED_NAME_SOURCES]
+    return [s for s, src in zip(syns, srcs) if src not in curated]
 
 
 class PriorFeatures:
@@ -134,7 +130,10 @@ class PriorFeatures:
         """Facts for every KG disease from the graph, MedQuAD documents (objects or dicts with ``focus`` and
         ``organisation``) and the DO subsets (DOID -> subset names)."""
         from .focus import resolve_focus  # noqa: PLC0415
+        from .kg.builder import CLINICAL_NAMES_SOURCE  # noqa: PLC0415
         from .kg.normalize import normalise  # noqa: PLC0415
+
+        curated = frozenset({CLINICAL_NAMES_SOURCE})       # neither a name nor a source of the concept here
 
         t0 = time.perf_counter()
         g = kg.graph
@@ -174,10 +173,10 @@ class PriorFeatures:
             own[n] = {"pages": orgs.get(n, set()), "drugs": drugs, "hsdn": hsdn,
                       "icd": {c for code in xrefs.get("ICD10CM", ()) if (c := icd10cm_chapter(code))},
                       "subsets": set(subsets.get(n, ())),
-                      "sources": set(a.get("sources") or ()) - _CURATED_NAME_SOURCES,
+                      "sources": set(a.get("sources") or ()) - curated,
                       "registry": bool(xrefs.get("ORPHA") or n.startswith("ORPHA:")),
                       "omim": bool(xrefs.get("OMIM") or n.startswith("OMIM:")),
-                      "names": {normalise(s) for s in [a.get("name") or "", *_sourced_names(a)]} - {""}}
+                      "names": {normalise(s) for s in [a.get("name") or "", *_sourced_names(a, curated)]} - {""}}
         records: dict[str, dict[str, Any]] = {}
         for n in diseases:
             group = [n, *sorted(e for e in kg.equivalents(n) if e in own)]

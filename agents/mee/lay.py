@@ -185,7 +185,7 @@ def _clinical_forms(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
         head = re.sub(r"\s*(?:pain|ache)$", "", rule.name.strip(), flags=_I)
         if head and head.lower() != rule.name.strip().lower():
             words.append(re.escape(head))
-        out.append((rule, re.compile(rf"(?:{'|'.join(words)})", _I)))
+        out.append((rule, re.compile(rf"\b(?:{'|'.join(words)})\b", _I)))    # whole words: no "back" in "backpack"
     return out
 
 
@@ -194,7 +194,7 @@ def _clinical_list(path: str) -> re.Pattern:
     """Places of one pain listed before the word for it, "chest and back pain", "neck, shoulder and arm pain",
     "right lower abdominal and pelvic pain": group 1 is the list before the last place (the last place and the word
     for pain are read as usual), each of its places a finding (:func:`find_lay_phrases`)."""
-    forms = "|".join(f"(?:{pat.pattern})" for _, pat in _clinical_forms(path))
+    forms = "|".join(pat.pattern for _, pat in _clinical_forms(path))
     place = rf"{_LIST_SIDE}(?:{forms})"
     return re.compile(rf"\b({place}(?:\s*,\s*{place}){{0,3}})(?:\s*,)?\s+(?:and|&|or|and/or)\s+{place}\s+"
                       rf"{_PAIN_NOUN}\b", _I)
@@ -209,12 +209,6 @@ def _lesion(path: str) -> tuple[re.Pattern, list[tuple[PhraseRule, re.Pattern]]]
     description = re.compile(rf"\b(?:(?:{words})(?:\s*,\s*(?:and\s+)?|\s+(?:and|or)\s+|\s+)){{0,6}}"
                              rf"(?:{_LESION_NOUN})\b", _I)
     return description, rows
-
-
-def _whole_word(text: str, start: int, end: int) -> bool:
-    """``text[start:end]`` is whole words ("back" in "back", not in "backpack")."""
-    return ((start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum())
-            and end > start)
 
 
 def _finding(rule: PhraseRule, text: str, start: int, end: int) -> Finding:
@@ -249,8 +243,7 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
     for m in _clinical_list(str(path)).finditer(text):    # "chest and back pain": the chest's pain too
         for rule, pat in forms:
             for p in pat.finditer(text, m.start(1), m.end(1)):
-                if _whole_word(text, p.start(), p.end()):
-                    found.append(_finding(rule, text, p.start(), p.end()))
+                found.append(_finding(rule, text, p.start(), p.end()))
     description, rows = _lesion(str(path))
     for d in description.finditer(text):
         if _NOT_SKIN.search(text, max(0, d.start() - 40), d.start()):

@@ -27,6 +27,9 @@ ABBREVIATION = "ABBREVIATION"      # an abbreviation (curated, or tagged as one 
 NARROW = "NARROW"                  # a narrower or related notion filed under the concept (MeSH, ICD-10-CM)
 BROAD = "BROAD"                    # a broader notion clinicians use for the concept (curated clinical names)
 
+# the curated clinical names of diagnoses (read by vocab.py; left out by the commonness prior, knowledge/prior.py)
+CLINICAL_NAMES_SOURCE = "kg-clinical-names"
+
 # sources that ship with this code rather than being fetched: id -> (file, license)
 LOCAL_SOURCES = {
     "kg-abbreviations": (Path(__file__).with_name("abbreviations.tsv"),
@@ -40,7 +43,7 @@ LOCAL_SOURCES = {
     # synonyms a source gives a concept that name another one (removed by build.remove_synonym_errata)
     "kg-synonym-errata": (Path(__file__).with_name("synonym_errata.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
     # names clinicians give a diagnosis the graph holds under another name (read by vocab.py)
-    "kg-clinical-names": (Path(__file__).with_name("clinical_names.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
+    CLINICAL_NAMES_SOURCE: (Path(__file__).with_name("clinical_names.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
     # cross-references a source gives a concept that belong to another one (removed by build.remove_xref_errata)
     "kg-xref-errata": (Path(__file__).with_name("xref_errata.tsv"), "Apache-2.0 (ClinicalRAG; curated)"),
 }

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from . import mesh_nodes, parsers
-from .builder import ABBREVIATION, BROAD, LOCAL_SOURCES, MAPPED, NARROW, Builder
+from .builder import ABBREVIATION, BROAD, CLINICAL_NAMES_SOURCE, LOCAL_SOURCES, MAPPED, NARROW, Builder
 from .mesh_nodes import mesh_names
 from .normalize import normalise, uninvert
 
@@ -56,7 +56,7 @@ _STRONG = (MAPPED, ABBREVIATION)
 MONDO_SOURCES = ("mondo-doid", "mondo-mesh", "mondo-icd10cm", "mondo-ncit", "mondo-umls", "mondo-orphanet",
                  "mondo-icd11", "mondo-gard")
 VOCAB_SOURCES = ("ncit", *MONDO_SOURCES, "mesh-thesaurus", "mesh-trees", "icd10cm", "kg-abbreviations",
-                 "kg-clinical-names", mesh_nodes.FINDINGS_SOURCE, mesh_nodes.DIAGNOSES_SOURCE)
+                 CLINICAL_NAMES_SOURCE, mesh_nodes.FINDINGS_SOURCE, mesh_nodes.DIAGNOSES_SOURCE)
 
 # the vocabularies mapped to DO, by the xref prefix the KG uses for them, and the Mondo table matching each
 _BRIDGED = {"MESH": "mondo-mesh", "ICD10CM": "mondo-icd10cm", "NCI": "mondo-ncit"}
@@ -66,7 +66,6 @@ _ROOT = "DOID:4"                   # "disease": never receives names from the vo
 
 # the kinds of name of the curated clinical-names table, and the synonym scope each becomes
 CLINICAL_NAME_KINDS = {"same": MAPPED, "narrower": NARROW, "broader": BROAD}
-CLINICAL_NAMES_SOURCE = "kg-clinical-names"
 CLINICAL_NAMES_PATH = LOCAL_SOURCES[CLINICAL_NAMES_SOURCE][0]
 
 _ABBREV_RE = re.compile(r"^(?=.*[A-Z])[A-Z0-9][A-Za-z0-9-]{0,7}$")
@@ -317,6 +316,7 @@ class VocabularyMerge:
         self.curated: list[Candidate] = []
         self.definitions: dict[str, list[dict]] = defaultdict(list)
         self.xrefs: list[tuple[str, str, str, str]] = []       # (doid, prefix, local, source)
+        self.unknown_key: dict[str, str] = {}                   # curated source -> report key of its unknown ids
 
     # -- proposing
     def propose(self, doid: str, names: Iterable[tuple[str, str]], source: str) -> None:
@@ -324,28 +324,25 @@ class VocabularyMerge:
             self.candidates.append(Candidate(doid, text, scope, source))
 
     def add_abbreviations(self, rows: Iterable[parsers.Abbreviation], source: str) -> None:
-        """Curated abbreviations; a row naming a DO id the graph lacks is counted and left out. A row naming a
-        disease added from MeSH (``MESH:`` id) is kept for :meth:`apply`, which leaves it out when no such node was
-        added."""
-        for r in rows:
-            if r.concept.startswith("MESH:"):
-                self.curated.append(Candidate(r.concept, r.abbreviation, ABBREVIATION, source))
-                continue
-            doid = self.b.do_id(r.concept)
-            if doid is None:
-                self.b.report["vocab_abbreviations_unknown_doid"] += 1
-                continue
-            self.curated.append(Candidate(doid, r.abbreviation, ABBREVIATION, source))
+        """Curated abbreviations (:meth:`add_curated`; unknown ids counted as ``vocab_abbreviations_unknown_doid``)."""
+        self.add_curated(((r.abbreviation, r.concept, ABBREVIATION) for r in rows), source,
+                         "vocab_abbreviations_unknown_doid")
 
     def add_clinical_names(self, rows: Iterable[tuple[str, str, str]], source: str) -> None:
-        """Curated clinical names (:func:`read_clinical_names`: name, concept id, synonym scope). Like the curated
-        abbreviations, they claim their names for their concept and pass the merge's guards; a DO id the graph lacks
-        is counted and left out, another id (a disease added from MeSH, an Orphanet disease) is checked by
-        :meth:`apply`."""
+        """Curated clinical names (:func:`read_clinical_names`; :meth:`add_curated`, unknown ids counted as
+        ``vocab_clinical_names_unknown_concept``)."""
+        self.add_curated(rows, source, "vocab_clinical_names_unknown_concept")
+
+    def add_curated(self, rows: Iterable[tuple[str, str, str]], source: str, unknown: str) -> None:
+        """Names checked by hand, (name, concept id, synonym scope): they claim their names for their concept and
+        pass the merge's guards. A DO id the graph lacks is counted under the report key ``unknown`` and left out;
+        another id (a disease added from MeSH, an Orphanet disease) is checked by :meth:`apply`, which counts it
+        under the same key when the graph has no such disease."""
+        self.unknown_key[source] = unknown
         for name, concept, scope in rows:
             doid = self.b.do_id(concept) if concept.startswith("DOID:") else concept
             if doid is None:
-                self.b.report["vocab_clinical_names_unknown_concept"] += 1
+                self.b.report[unknown] += 1
                 continue
             self.curated.append(Candidate(doid, name, scope, source))
 
@@ -459,11 +456,11 @@ class VocabularyMerge:
             key = normalise(c.text)
             if len(key) < 2 or key.isdigit() or c.doid == _ROOT or c.doid not in b.nodes:
                 rep["vocab_synonyms_skipped_unusable"] += 1
-                if c.source == CLINICAL_NAMES_SOURCE:
-                    rep["vocab_clinical_names_unknown_concept"] += 1
+                if i < n_curated:
+                    rep[self.unknown_key[c.source]] += 1
                 continue
-            if c.source == CLINICAL_NAMES_SOURCE and b.nodes[c.doid]["category"] != "disease":
-                rep["vocab_clinical_names_unknown_concept"] += 1      # a clinical name names diseases only
+            if i < n_curated and b.nodes[c.doid]["category"] != "disease":
+                rep[self.unknown_key[c.source]] += 1      # the curated tables name diseases only
                 continue
             if i >= n_curated:          # the curated names pass unchecked
                 owners = claimed.get(key)
