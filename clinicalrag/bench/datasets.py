@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .matching import KIND_OF
 from .records import Case
 
 Kind = Literal["free", "mcq"]
@@ -537,7 +538,17 @@ def _label_table() -> dict[str, dict[str, list[str]]]:
     import yaml  # noqa: PLC0415
 
     data = yaml.safe_load(files("clinicalrag.bench").joinpath("labels.yaml").read_text(encoding="utf-8")) or {}
-    return {ds: {str(k): [str(x) for x in (v or [])] for k, v in (table or {}).items()} for ds, table in data.items()}
+    return {ds: {str(k): _label_ids(v, f"{ds}: {k}") for k, v in (table or {}).items()} for ds, table in data.items()}
+
+
+def _label_ids(value: Any, where: str) -> list[str]:
+    """A label's concept ids: a list, or ``{kind_of: [...]}`` for a label naming a class of diseases (each id then
+    carries the matcher's class suffix, so any disease under it meets the label)."""
+    if isinstance(value, dict):
+        if set(value) != {"kind_of"}:
+            raise DatasetError(f"labels.yaml, {where}: a mapping must be {{kind_of: [ids]}}, got {sorted(value)}")
+        return [f"{x}{KIND_OF}" for x in (value["kind_of"] or [])]
+    return [str(x) for x in (value or [])]
 
 
 def label_aliases(dataset_name: str) -> dict[str, list[str]]:

@@ -4,7 +4,9 @@ Both sides are linked to knowledge-graph disease concepts: the gold label throug
 case's own gold concepts or the KG's names and synonyms; a prediction through the concept id the system gave it or
 its name. Concept sets are closed under the KG's cross-references (equivalent ids of one disease).
 
-- strict: a prediction is one of the gold concepts (or an equivalent);
+- strict: a prediction is one of the gold concepts (or an equivalent); a gold label that names a class of diseases
+  rather than one disease ("Fungal infection", "Arthritis": written ``{kind_of: [...]}`` in ``labels.yaml``, an id
+  with the suffix ``*`` here) is also met by any disease under it ("tinea corporis", "osteoarthritis");
 - lenient: ... or a direct parent or child of one (``is_a``), so "bacterial pneumonia" for "pneumonia" counts;
 - a gold label that links to nothing falls back to normalised string comparison (strict: equal names; lenient:
   one name contains the other as whole words), and the record says so (``method="string"``).
@@ -24,6 +26,7 @@ from knowledge.kg.normalize import normalise
 from .records import Case, Match, Prediction
 
 _DISEASE = ("disease",)
+KIND_OF = "*"   # suffix of a gold concept id that a label names as a class: the concept or any disease under it
 _LETTER = re.compile(r"^\s*(?:\(?([A-J])[\).:]|option\s+([A-J])\b|answer\s*:?\s*([A-J])\b)\s*", re.IGNORECASE)
 _ONLY_LETTER = re.compile(r"^\s*\(?([A-J])\)?\s*\.?\s*$", re.IGNORECASE)
 # words that qualify rather than name a diagnosis: "possible NSTEMI", "acute exacerbation of ..." stays
@@ -72,6 +75,16 @@ class LabelMatcher:
         return list(self._link(text or ""))
 
     def _closure_uncached(self, cid: str) -> frozenset[str]:
+        if cid.endswith(KIND_OF):
+            # a class label: the concept and every concept under it (is_a, any depth), each with its equivalents
+            root = cid[:-len(KIND_OF)]
+            out, todo = {root}, [root]
+            while todo:
+                for child in self.kg.children(todo.pop()):
+                    if child not in out:
+                        out.add(child)
+                        todo.append(child)
+            return frozenset(out | {e for c in out for e in self.kg.equivalents(c)})
         return frozenset({cid, *self.kg.equivalents(cid)})
 
     def closure(self, ids: Iterable[str]) -> set[str]:
@@ -81,6 +94,8 @@ class LabelMatcher:
         return out
 
     def _family_uncached(self, cid: str) -> frozenset[str]:
+        if cid.endswith(KIND_OF):   # a class label: its members (the closure) and the class's own parents
+            return frozenset(self._closure(cid) | self.closure(self.kg.parents(cid[:-len(KIND_OF)])))
         near = {cid, *self.kg.parents(cid), *self.kg.children(cid)}
         return frozenset(self.closure(near))
 

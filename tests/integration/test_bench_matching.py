@@ -29,6 +29,21 @@ def test_strict_and_lenient_ranks(matcher):
     assert m["strict_rank"] == 1
 
 
+def test_a_class_label_is_met_by_any_disease_under_it(knowledge):
+    kg, _ = knowledge
+    from clinicalrag.bench.datasets import label_aliases   # the shipped table: Symptom2Disease names classes
+
+    m = LabelMatcher(kg, aliases=label_aliases("symptom2disease"))
+    fungal = Case(id="x", text="", label="Fungal infection")
+    got = m.match(fungal, _p("Psoriasis", "Tinea corporis"))         # two is_a steps under cutaneous mycosis
+    assert (got["strict_rank"], got["lenient_rank"]) == (2, 2)
+    assert m.match(fungal, _p("Psoriasis", "Scabies"))["strict_rank"] is None     # a parasite, not a fungus
+    assert m.match(Case(id="y", text="", label="Arthritis"), _p("Osteoarthritis"))["strict_rank"] == 1
+    # a label naming one disease still credits its subtypes leniently only
+    got = m.match(Case(id="z", text="", label="Pneumonia"), _p("Bacterial pneumonia"))
+    assert (got["strict_rank"], got["lenient_rank"]) == (None, 1)
+
+
 def test_parent_counts_leniently(matcher):
     m = matcher.match(Case(id="x", text="", label="acute pancreatitis"), _p("Pancreatitis"))
     assert (m["strict_rank"], m["lenient_rank"]) == (None, 1)
