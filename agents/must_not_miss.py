@@ -18,13 +18,18 @@ Matching (:meth:`MustNotMiss.check`):
   state does not exclude a rule: the item then says which condition is unsettled ("if age >= 50");
 - a diagnosis several rules name is one item (its triggers and sources merged; the label and reason of its most
   specific rule). Items already in the differential stay listed, with their rank there: the list is never filtered
-  by what the differential shows.
+  by what the differential shows;
+- a diagnosis that a stated test result excludes (its ``ruled_out_by``: "urine pregnancy test negative" for an
+  ectopic pregnancy) stays listed too, marked with the result and the words that state it, after the open items:
+  the clinician sees that it was considered and why it is settled.
 """
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 
+from .curated import union_pattern
 from .textutil import terms
 from .types import DifferentialItem, Entity, Extraction, MustNotMissItem
 
@@ -50,6 +56,25 @@ class MustNotMissError(ValueError):
 
 # ---- the rule file ---------------------------------------------------------------------------------------------
 
+class RuleOutSpec(BaseModel):
+    """A stated test result that excludes a diagnosis (a negative pregnancy test, an ectopic pregnancy)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: str = Field(min_length=1)              # the result in words: "a negative pregnancy test"
+    patterns: list[str] = Field(min_length=1)      # case-insensitive regular expressions that state it
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, v: list[str]) -> list[str]:
+        for pat in v:
+            try:
+                re.compile(pat)
+            except re.error as exc:
+                raise ValueError(f"the pattern {pat!r} does not compile: {exc}") from exc
+        return v
+
+
 class DiagnosisSpec(BaseModel):
     """One dangerous diagnosis of a rule, as written in the file."""
 
@@ -60,6 +85,7 @@ class DiagnosisSpec(BaseModel):
     label: str | None = None                        # how it is shown, when the clinical term differs
     also: list[str] = Field(default_factory=list)   # other KG ids of the same clinical entity
     kg_category: Literal["disease", "phenotype", "symptom"] = "disease"
+    ruled_out_by: RuleOutSpec | None = None         # a stated result that excludes it
 
     @property
     def shown(self) -> str:
@@ -268,10 +294,11 @@ class MustNotMiss:
             cache[cid] = frozenset(keys)
         return cache[cid]
 
-    def check(self, extraction: Extraction | None,
-              differential: Iterable[DifferentialItem] = ()) -> list[MustNotMissItem]:
+    def check(self, extraction: Extraction | None, differential: Iterable[DifferentialItem] = (),
+              text: str = "") -> list[MustNotMissItem]:
         """The must-not-miss items for a presentation, most specific first; each marked with its rank when the
-        differential already has it."""
+        differential already has it, and, when ``text`` (the presentation) states a result that excludes it, with
+        that result (such items come last)."""
         findings = self.findings_of(extraction)
         if not findings:
             return []
@@ -304,7 +331,9 @@ class MustNotMiss:
                 h.settled = h.settled or not unsettled
                 h.unsettled = [] if h.settled else list(dict.fromkeys(h.unsettled + unsettled))
         ranks = self._ranks(list(differential), list(hits.values()))
-        ordered = sorted(hits.values(), key=lambda h: (not h.settled, -h.best_specificity, -len(h.triggers), h.order))
+        excluded = {d: why for d, why in ((h.spec.id, self.ruled_out(h, text)) for h in hits.values()) if why}
+        ordered = sorted(hits.values(), key=lambda h: (h.spec.id in excluded, not h.settled, -h.best_specificity,
+                                                       -len(h.triggers), h.order))
         out = []
         for h in ordered:
             rank = ranks.get(h.spec.id)
@@ -313,8 +342,28 @@ class MustNotMiss:
                 triggers=list(dict.fromkeys(h.triggers.values())), trigger_ids=list(h.triggers),
                 conditions=[f"if {c}" for c in h.unsettled],
                 citation="; ".join(dict.fromkeys([h.best.spec.citation] + [r.spec.citation for r in h.rules])),
-                rules=[r.spec.id for r in h.rules], in_differential=rank is not None, rank=rank))
+                rules=[r.spec.id for r in h.rules], in_differential=rank is not None, rank=rank,
+                ruled_out=excluded.get(h.spec.id)))
         return out
+
+    def ruled_out(self, hit: _Hit, text: str) -> str | None:
+        """'<result> ("<the words that state it>")' when ``text`` states a result that excludes the hit's diagnosis
+        (under any of the rules that named it), else None."""
+        if not text:
+            return None
+        for spec in (d for r in hit.rules for d in r.spec.diagnoses if d.id == hit.spec.id):
+            out = spec.ruled_out_by
+            if out is None:
+                continue
+            m = self._rule_out_pattern(tuple(out.patterns)).search(text)
+            if m:
+                return f'{out.result} ("{" ".join(m.group(0).split())}")'
+        return None
+
+    @staticmethod
+    @lru_cache(maxsize=256)
+    def _rule_out_pattern(patterns: tuple[str, ...]) -> re.Pattern:
+        return union_pattern(patterns)
 
     @staticmethod
     def _unsettled(spec: RuleSpec, age: float | None, sex: str | None) -> list[str] | None:
@@ -348,4 +397,4 @@ class MustNotMiss:
         return out
 
 
-__all__ = ["DATA_FILE", "DiagnosisSpec", "MustNotMiss", "MustNotMissError", "RuleSpec", "load_rules"]
+__all__ = ["DATA_FILE", "DiagnosisSpec", "MustNotMiss", "MustNotMissError", "RuleOutSpec", "RuleSpec", "load_rules"]

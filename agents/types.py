@@ -212,6 +212,7 @@ class MustNotMissItem(BaseModel):
     rules: list[str] = Field(default_factory=list)         # ids of the rules that fired
     in_differential: bool = False
     rank: int | None = None              # its rank in the differential, when it is there
+    ruled_out: str | None = None         # a stated result that excludes it ('a negative pregnancy test ("...")')
 
 
 class Draft(BaseModel):

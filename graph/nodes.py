@@ -289,12 +289,14 @@ def must_not_miss(state: State, runtime: Runtime[Context]) -> dict:
     step = Step("must_not_miss", state, runtime)
     differential = (state.get("draft") or Draft()).differential
     try:
-        items = step.resources.must_not_miss.check(state.get("extraction"), differential)
+        items = step.resources.must_not_miss.check(state.get("extraction"), differential,
+                                                   text=state.get("presentation") or "")
     except MustNotMissError as exc:
         return step.done({"must_not_miss": [], "warnings": [f"must-not-miss list unavailable: {exc}"]},
                          {"error": str(exc)})
     return step.done({"must_not_miss": items},
                      {"items": [i.name for i in items], "in_differential": sum(i.in_differential for i in items),
+                      "ruled_out": [i.name for i in items if i.ruled_out],
                       "rules": sorted({r for i in items for r in i.rules})})
 
 

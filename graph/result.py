@@ -234,7 +234,7 @@ def audit_record(state: State, result: Result, prompts: list[dict[str, Any]], co
         "candidates": [{"id": c["concept_id"], "name": c["name"], "score": c["score"]}
                        for c in result["candidates"][:10]],
         "must_not_miss": [{"id": i["concept_id"], "name": i["name"], "triggers": i["triggers"], "rules": i["rules"],
-                           "conditions": i["conditions"], "rank": i["rank"]}
+                           "conditions": i["conditions"], "rank": i["rank"], "ruled_out": i.get("ruled_out")}
                           for i in result.get("must_not_miss") or []],
         "nodes": with_prompts(result["trace"], prompts),
         "verification": result["verification"],

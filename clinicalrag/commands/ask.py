@@ -258,6 +258,8 @@ def must_not_miss_lines(items: list[dict]) -> list[str]:
         notes += it.get("conditions") or []
         if it.get("rank"):
             notes.append(f"#{it['rank']} in the differential")
+        if it.get("ruled_out"):
+            notes.append(f"ruled out by {it['ruled_out']}")
         shown.append(f"{it['name']} ({'; '.join(n for n in notes if n)})")
     out = ["", "Must not miss: " + "; ".join(shown)]
     why: dict[tuple[str, str], list[str]] = {}

@@ -6,6 +6,7 @@ import networkx as nx
 import pytest
 import yaml
 
+from agents.curated import union_pattern
 from agents.must_not_miss import MustNotMiss, MustNotMissError, load_rules
 from agents.types import DifferentialItem, Draft, Entity, Extraction, MustNotMissItem
 from clinicalrag.commands.ask import must_not_miss_lines, render
@@ -49,7 +50,9 @@ RULES = {"version": 1, "rules": [
      "diagnoses": [{"id": "DOID:5", "name": "temporal arteritis", "label": "giant cell arteritis"}]},
     {"id": "abdominal-pain-woman", "complaint": "abdominal pain in a woman", "findings": ["abdominal pain"],
      "sex": "female", "age_min": 12, "age_max": 52, "reason": "childbearing age", "citation": "Ectopic guideline 2019.",
-     "diagnoses": [{"id": "DOID:6", "name": "ectopic pregnancy"}]},
+     "diagnoses": [{"id": "DOID:6", "name": "ectopic pregnancy",
+                    "ruled_out_by": {"result": "a negative pregnancy test",
+                                     "patterns": [r"pregnancy\s+test\s+(?:is\s+)?negative"]}}]},
     {"id": "anaphylaxis", "complaint": "x", "findings": ["fever"], "reason": "r", "citation": "c 2021.",
      "diagnoses": [{"id": "HP:9", "name": "Anaphylactic shock", "label": "anaphylaxis", "kg_category": "phenotype"}]},
 ]}
@@ -132,6 +135,36 @@ def test_age_and_sex_conditions(mnm):
     assert mnm.check(_ex(("abdominal pain", "SYMP:5"), age=70, sex="female")) == []
     who = mnm.check(_ex(("abdominal pain", "SYMP:5")))
     assert who[0].conditions == ["if age 12-52", "if female"]
+
+
+def test_a_stated_result_that_excludes_a_diagnosis_marks_it_and_keeps_it_listed(mnm):
+    ex = _ex(("abdominal pain", "SYMP:5"), ("chest pain", "SYMP:1"), age=28, sex="female")
+    open_items = mnm.check(ex, text="Abdominal and chest pain.")
+    assert open_items[0].name == "ectopic pregnancy" and open_items[0].ruled_out is None   # the most specific rule
+    items = mnm.check(ex, text="Abdominal and chest pain. Urine pregnancy test is negative.")
+    assert _names(items)[-1] == "ectopic pregnancy"                   # still listed, after the open items
+    assert items[-1].ruled_out == 'a negative pregnancy test ("pregnancy test is negative")'
+    assert all(i.ruled_out is None for i in items[:-1])
+    assert mnm.check(ex, text="Pregnancy test is positive.")[0].ruled_out is None
+    assert mnm.check(ex)[0].ruled_out is None                         # no text given: nothing is settled
+
+
+@pytest.mark.parametrize("text, excluded", [
+    ("Urine pregnancy test is negative.", True),
+    ("urine pregnancy test negative", True),
+    ("Serum beta-hCG: negative.", True),
+    ("Her pregnancy test came back negative yesterday.", True),
+    ("A negative urine pregnancy test.", True),
+    ("negative β-hCG", True),
+    ("Pregnancy test is positive.", False),
+    ("Pregnancy test is not negative.", False),
+    ("A pregnancy test is pending; ECG is negative for ischaemia.", False),
+    ("BCG vaccination; tuberculin test negative.", False),
+    ("She is not pregnant.", False),                                  # a statement, not a test result
+])
+def test_the_shipped_pregnancy_test_rule_out(text, excluded):
+    ectopic = next(d for r in load_rules() for d in r.diagnoses if d.id == "DOID:0060329")
+    assert bool(union_pattern(ectopic.ruled_out_by.patterns).search(text)) is excluded
 
 
 def test_items_with_unsettled_conditions_come_last(mnm):
@@ -224,7 +257,8 @@ def test_the_node_lists_the_items_beside_the_differential(mnm, resources, runtim
     assert [i["name"] for i in result["must_not_miss"]][-1] == "aortic dissection"
     record = audit_record(state, result, [], "test")
     assert record["must_not_miss"][-1] == {"id": "DOID:1", "name": "aortic dissection", "triggers": ["chest pain"],
-                                           "rules": ["chest-pain"], "conditions": [], "rank": 1}
+                                           "rules": ["chest-pain"], "conditions": [], "rank": 1,
+                                           "ruled_out": None}
     text = render(result)
     line = next(x for x in text.splitlines() if x.startswith("Must not miss: "))
     assert line == ("Must not miss: acute coronary syndrome (chest pain); pulmonary embolism (chest pain); "
@@ -234,7 +268,7 @@ def test_the_node_lists_the_items_beside_the_differential(mnm, resources, runtim
 
 def test_a_broken_rule_file_is_a_warning_not_a_failed_run(resources, runtime):
     class Broken:
-        def check(self, *_):
+        def check(self, *_, **__):
             raise MustNotMissError("must-not-miss rules: rules.yaml does not follow the format")
 
     resources.__dict__["must_not_miss"] = Broken()
@@ -256,3 +290,8 @@ def test_the_cli_lines_group_reasons_and_show_conditions():
         "  - aortic dissection, pulmonary embolism: r1 [c1]",
         "  - giant cell arteritis: r2 [c2]"]
     assert must_not_miss_lines([]) == []
+    out = MustNotMissItem(concept_id="DOID:6", name="ectopic pregnancy", reason="r3", citation="c3",
+                          triggers=["abdominal pain"], ruled_out='a negative pregnancy test ("pregnancy test negative")')
+    assert must_not_miss_lines([out.model_dump()])[1] == (
+        'Must not miss: ectopic pregnancy (abdominal pain; ruled out by a negative pregnancy test ("pregnancy test '
+        'negative"))')
