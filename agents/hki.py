@@ -64,6 +64,7 @@ class RetrievalParams:
     sign_weight: float = 2.0           # its weight in the rank fusion (KG ranking = 1; dev-chosen)
     use_risk_factors: bool = True      # stated exposures raise the candidates they make likelier (risk_factors.py)
     risk_factor_boost: float = 1.6     # the factor per unit of exposure weight (at most 2) on such a candidate
+    unmatched_factor: float = 0.85     # on the fused score of a disease no knowledge-graph finding matched
     # the language model's first choice stays first when a knowledge ranking (KG, text, page, sign or site) also
     # puts it within this rank and the evidence does not contradict it (0: it is fused like every candidate)
     model_first_support: int = 0
@@ -100,6 +101,7 @@ class RetrievalParams:
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
                    use_risk_factors=getattr(cfg, "use_risk_factors", True),
                    risk_factor_boost=getattr(cfg, "risk_factor_boost", 1.6),
+                   unmatched_factor=getattr(cfg, "unmatched_factor", 0.85),
                    model_first_support=getattr(cfg, "model_first_support", 0),
                    use_subtypes=getattr(cfg, "use_subtypes", True),
                    subtype_ratio=getattr(cfg, "subtype_ratio", 0.5),
@@ -791,6 +793,7 @@ class HKI:
                     "score": round(factor * score, 4), "origins": origins, "ranks": ranks,
                     "explanation": known.explanation + f"; {'; '.join(why)}", **extra(did, ranks, known.supporting)}))
             else:
+                factor *= p.unmatched_factor   # word overlap alone: half as often the diagnosis (dev halves)
                 fused.append(Candidate(concept_id=did, name=concept.name, score=round(factor * score, 4),
                                        origins=origins, ranks=ranks,
                                        explanation=f"{'; '.join(why)}; no knowledge-graph finding matched",
