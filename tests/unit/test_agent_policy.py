@@ -2,6 +2,7 @@
 verification, grading without MEE, KRG's cited ids, config -> retrieval parameters, the entity cap."""
 from __future__ import annotations
 
+import pytest
 from asthma_case import CHUNK, WHEEZE, asthma_state
 
 from agents.answer import INSUFFICIENT_REASON, clean_draft, valid_citation, verify_draft
@@ -139,3 +140,32 @@ def test_fusion_keeps_the_age_and_sex_penalty_of_ranked_candidates():
     assert [c.concept_id for c in fused] == ["D:2", "D:1"]
     same = hki._fuse(ranked, {}, p, age=35, sex="female", page_rank={"D:1": 1, "D:2": 2})
     assert [c.concept_id for c in same] == ["D:1", "D:2"]
+
+
+def test_a_disease_only_word_search_found_is_weighed_down():
+    """A disease no finding of the patient matched in the knowledge graph, put forward by the text and page searches
+    alone, has its fused score multiplied by ``unmatched_factor``; a disease the KG ranking matched keeps its own."""
+    from types import SimpleNamespace
+
+    from agents.hki import HKI, RetrievalParams
+    from agents.types import Candidate
+
+    class _Names:               # the word-search disease needs its name; no graph facts (age, region, course)
+        graph = None
+
+        def concept(self, cid):
+            return SimpleNamespace(name={"D:9": "herpes zoster"}.get(cid, cid))
+
+    hki = HKI(index=None, kg=_Names(), ranker=None)
+    ranked = [Candidate(concept_id="D:1", name="pharyngitis", score=1.0)]
+    votes, pages = {"D:9": (1.0, "chunk"), "D:1": (0.5, "chunk")}, {"D:9": 1}   # D:1: KG 1st, text 2nd
+
+    def scores(factor):
+        fused = hki._fuse(ranked, votes, RetrievalParams(unmatched_factor=factor), page_rank=pages)
+        return {c.concept_id: c.score for c in fused}
+
+    plain, weighed = scores(1.0), scores(0.85)
+    assert plain["D:9"] > plain["D:1"]                          # first on word overlap alone ...
+    assert weighed["D:9"] == pytest.approx(0.85 * plain["D:9"], abs=1e-4)
+    assert weighed["D:1"] == plain["D:1"] and weighed["D:1"] > weighed["D:9"]   # ... behind the KG's match now
+    assert RetrievalParams().unmatched_factor == 0.85
