@@ -211,6 +211,23 @@ def _lesion(path: str) -> tuple[re.Pattern, list[tuple[PhraseRule, re.Pattern]]]
     return description, rows
 
 
+_SIDE_AT_END = re.compile(rf"{_LIST_SIDE}$", _I)
+
+
+def _sided(text: str, list_start: int, start: int, end: int, path: str) -> Finding | None:
+    """A place of a clinician's list with its side words, read as that pain when a phrase row names it: "right lower
+    abdominal" of "right lower abdominal and pelvic pain" is right-lower-quadrant pain, not abdominal pain; None
+    when the place has no side words or no row names the sided pain."""
+    side = _SIDE_AT_END.search(text, list_start, start)
+    if side is None or side.start() == start:
+        return None
+    said = f"{text[side.start():end]} pain"
+    for rule, pat in _compiled(path):
+        if rule.form == "phrase" and pat.fullmatch(said):
+            return _finding(rule, text, side.start(), end)
+    return None
+
+
 def _finding(rule: PhraseRule, text: str, start: int, end: int) -> Finding:
     return Finding(start=start, end=end, text=text[start:end], analyte=rule.name, key=rule.concept_id,
                    name=rule.name, concept_ids=(rule.concept_id,), measured=False, negated=False)
@@ -243,7 +260,8 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
     for m in _clinical_list(str(path)).finditer(text):    # "chest and back pain": the chest's pain too
         for rule, pat in forms:
             for p in pat.finditer(text, m.start(1), m.end(1)):
-                found.append(_finding(rule, text, p.start(), p.end()))
+                found.append(_sided(text, m.start(1), p.start(), p.end(), str(path)) or
+                             _finding(rule, text, p.start(), p.end()))
     description, rows = _lesion(str(path))
     for d in description.finditer(text):
         if _NOT_SKIN.search(text, max(0, d.start() - 40), d.start()):
