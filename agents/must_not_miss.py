@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 
-from .curated import union_pattern
+from .curated import check_patterns, union_pattern
 from .textutil import terms
 from .types import DifferentialItem, Entity, Extraction, MustNotMissItem
 
@@ -67,11 +67,7 @@ class RuleOutSpec(BaseModel):
     @field_validator("patterns")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        for pat in v:
-            try:
-                re.compile(pat)
-            except re.error as exc:
-                raise ValueError(f"the pattern {pat!r} does not compile: {exc}") from exc
+        check_patterns([("ruled_out_by", v)], "must-not-miss rules", ValueError)
         return v
 
 
@@ -331,7 +327,7 @@ class MustNotMiss:
                 h.settled = h.settled or not unsettled
                 h.unsettled = [] if h.settled else list(dict.fromkeys(h.unsettled + unsettled))
         ranks = self._ranks(list(differential), list(hits.values()))
-        excluded = {d: why for d, why in ((h.spec.id, self.ruled_out(h, text)) for h in hits.values()) if why}
+        excluded = {d: why for d, why in ((h.spec.id, self._ruled_out(h, text)) for h in hits.values()) if why}
         ordered = sorted(hits.values(), key=lambda h: (h.spec.id in excluded, not h.settled, -h.best_specificity,
                                                        -len(h.triggers), h.order))
         out = []
@@ -346,7 +342,7 @@ class MustNotMiss:
                 ruled_out=excluded.get(h.spec.id)))
         return out
 
-    def ruled_out(self, hit: _Hit, text: str) -> str | None:
+    def _ruled_out(self, hit: _Hit, text: str) -> str | None:
         """'<result> ("<the words that state it>")' when ``text`` states a result that excludes the hit's diagnosis
         (under any of the rules that named it), else None."""
         if not text:

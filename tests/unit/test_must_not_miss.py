@@ -225,6 +225,8 @@ def test_problems_are_reported_and_left_out(kg, tmp_path):
     (lambda r: r.update(colour="red"), "colour"),
     (lambda r: r.update(age_min=60, age_max=50), "age_min"),
     (lambda r: r.update(sex="other"), "sex"),
+    (lambda r: r["diagnoses"][0].update(ruled_out_by={"result": "x", "patterns": ["(unclosed"]}), "does not compile"),
+    (lambda r: r["diagnoses"][0].update(ruled_out_by={"result": "x", "patterns": []}), "patterns"),
 ])
 def test_the_file_format_is_checked(tmp_path, change, message):
     data = yaml.safe_load(yaml.safe_dump(RULES))
