@@ -29,7 +29,6 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -201,6 +200,13 @@ class MustNotMiss:
         self._finding_keys: dict[str, frozenset[str]] = {}
         self._dx_keys: dict[str, frozenset[str]] = {}
         self.rules = [self._resolve(i, r) for i, r in enumerate(self.specs)]
+        # diagnosis id -> (the excluding result in words, its patterns as one expression); every rule that names a
+        # diagnosis gives it the same rule-out (the data tests check), so the first one written is taken
+        self._rule_outs: dict[str, tuple[str, re.Pattern]] = {}
+        for r in self.specs:
+            for d in r.diagnoses:
+                if d.ruled_out_by is not None and d.id not in self._rule_outs:
+                    self._rule_outs[d.id] = (d.ruled_out_by.result, union_pattern(d.ruled_out_by.patterns))
         for r in self.specs:
             for d in r.diagnoses:
                 self._check_diagnosis(r.id, d)
@@ -343,23 +349,11 @@ class MustNotMiss:
         return out
 
     def _ruled_out(self, hit: _Hit, text: str) -> str | None:
-        """'<result> ("<the words that state it>")' when ``text`` states a result that excludes the hit's diagnosis
-        (under any of the rules that named it), else None."""
-        if not text:
-            return None
-        for spec in (d for r in hit.rules for d in r.spec.diagnoses if d.id == hit.spec.id):
-            out = spec.ruled_out_by
-            if out is None:
-                continue
-            m = self._rule_out_pattern(tuple(out.patterns)).search(text)
-            if m:
-                return f'{out.result} ("{" ".join(m.group(0).split())}")'
-        return None
-
-    @staticmethod
-    @lru_cache(maxsize=256)
-    def _rule_out_pattern(patterns: tuple[str, ...]) -> re.Pattern:
-        return union_pattern(patterns)
+        """'<result> ("<the words that state it>")' when ``text`` states a result that excludes the hit's diagnosis,
+        else None."""
+        rule_out = self._rule_outs.get(hit.spec.id) if text else None
+        m = rule_out[1].search(text) if rule_out else None
+        return f'{rule_out[0]} ("{" ".join(m.group(0).split())}")' if m else None
 
     @staticmethod
     def _unsettled(spec: RuleSpec, age: float | None, sex: str | None) -> list[str] | None:

@@ -78,12 +78,7 @@ class LabelMatcher:
         if cid.endswith(KIND_OF):
             # a class label: the concept and every concept under it (is_a, any depth), each with its equivalents
             root = cid[:-len(KIND_OF)]
-            out, todo = {root}, [root]
-            while todo:
-                for child in self.kg.children(todo.pop()):
-                    if child not in out:
-                        out.add(child)
-                        todo.append(child)
+            out = {root, *self.kg.descendants(root)}
             return frozenset(out | {e for c in out for e in self.kg.equivalents(c)})
         return frozenset({cid, *self.kg.equivalents(cid)})
 

@@ -329,12 +329,20 @@ class KnowledgeGraph:
 
     def ancestors(self, cid: str, max_depth: int = 10) -> list[str]:
         """is_a ancestors, nearest first (breadth-first), without ``cid`` itself."""
+        return self._walk(cid, self.parents, max_depth)
+
+    def descendants(self, cid: str, max_depth: int = 100) -> list[str]:
+        """is_a descendants, nearest first (breadth-first), without ``cid`` itself."""
+        return self._walk(cid, self.children, max_depth)
+
+    @staticmethod
+    def _walk(cid: str, step: Any, max_depth: int) -> list[str]:
         seen, out = {cid}, []
         frontier = [cid]
         for _ in range(max_depth):
             nxt = []
             for x in frontier:
-                for p in self.parents(x):
+                for p in step(x):
                     if p not in seen:
                         seen.add(p)
                         out.append(p)
