@@ -9,7 +9,7 @@ import pickle
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -336,7 +336,7 @@ class KnowledgeGraph:
         return self._walk(cid, self.children, max_depth)
 
     @staticmethod
-    def _walk(cid: str, step: Any, max_depth: int) -> list[str]:
+    def _walk(cid: str, step: Callable[[str], list[str]], max_depth: int) -> list[str]:
         seen, out = {cid}, []
         frontier = [cid]
         for _ in range(max_depth):
