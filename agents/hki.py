@@ -74,6 +74,7 @@ class RetrievalParams:
     relatives_depth: int = 2           # a later candidate this many is_a steps from an earlier one says how they relate
     fold_relatives: bool = False       # ... or is folded into it (subtypes.mark_relatives; off: dev halves, results.md)
     known_condition_factor: float = 1.0  # on a candidate the patient knowingly has (subtypes.demote_known; 1: marked)
+    ruled_out_factor: float = 0.1      # on a candidate a stated test result excludes (must_not_miss.demote; 1: marked)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -108,7 +109,8 @@ class RetrievalParams:
                    subtype_standout=getattr(cfg, "subtype_standout", 2.0),
                    relatives_depth=getattr(cfg, "relatives_depth", 2),
                    fold_relatives=getattr(cfg, "fold_relatives", False),
-                   known_condition_factor=getattr(cfg, "known_condition_factor", 1.0))
+                   known_condition_factor=getattr(cfg, "known_condition_factor", 1.0),
+                   ruled_out_factor=getattr(cfg, "ruled_out_factor", 0.1))
 
 
 _KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
@@ -386,7 +388,7 @@ def _license_for(src: str) -> str:
 
 class HKI:
     def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None, sites=None,
-                 signs=None, risk_factors=None):
+                 signs=None, risk_factors=None, rule_outs=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
@@ -397,6 +399,7 @@ class HKI:
         self.sites = sites               # agents.sites.PainSites (None: no site ranking)
         self.signs = signs               # agents.signs.ClassicSigns (None: no sign ranking)
         self.risk_factors = risk_factors  # agents.risk_factors.RiskFactors (None: exposures not weighed)
+        self.rule_outs = rule_outs       # agents.must_not_miss.MustNotMiss (None: stated rule-outs not read)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -559,6 +562,8 @@ class HKI:
         if candidates and extraction is not None:
             known = known_conditions(extraction.entities, self.kg)
             candidates = demote_known(candidates, known, self.kg, p.known_condition_factor)
+        if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down
+            candidates = self.rule_outs.demote(candidates, presentation, p.ruled_out_factor)
         if p.model_first_support > 0 and candidates:
             candidates = keep_model_first(candidates, p.model_first_support)
         if p.relatives_depth > 0 and candidates:

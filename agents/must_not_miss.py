@@ -40,7 +40,7 @@ from knowledge.kg.normalize import normalise
 
 from .curated import check_patterns, union_pattern
 from .textutil import terms
-from .types import DifferentialItem, Entity, Extraction, MustNotMissItem
+from .types import Candidate, DifferentialItem, Entity, Extraction, MustNotMissItem
 
 log = logging.getLogger(__name__)
 
@@ -203,10 +203,12 @@ class MustNotMiss:
         # diagnosis id -> (the excluding result in words, its patterns as one expression); every rule that names a
         # diagnosis gives it the same rule-out (the data tests check), so the first one written is taken
         self._rule_outs: dict[str, tuple[str, re.Pattern]] = {}
+        self._rule_out_ids: dict[str, frozenset[str]] = {}    # diagnosis id -> the ids that are it (``also``)
         for r in self.specs:
             for d in r.diagnoses:
                 if d.ruled_out_by is not None and d.id not in self._rule_outs:
                     self._rule_outs[d.id] = (d.ruled_out_by.result, union_pattern(d.ruled_out_by.patterns))
+                    self._rule_out_ids[d.id] = frozenset({d.id, *d.also})
         for r in self.specs:
             for d in r.diagnoses:
                 self._check_diagnosis(r.id, d)
@@ -333,7 +335,8 @@ class MustNotMiss:
                 h.settled = h.settled or not unsettled
                 h.unsettled = [] if h.settled else list(dict.fromkeys(h.unsettled + unsettled))
         ranks = self._ranks(list(differential), list(hits.values()))
-        excluded = {d: why for d, why in ((h.spec.id, self._ruled_out(h, text)) for h in hits.values()) if why}
+        stated = self.excluded(text)
+        excluded = {h.spec.id: stated[h.spec.id] for h in hits.values() if h.spec.id in stated}
         ordered = sorted(hits.values(), key=lambda h: (h.spec.id in excluded, not h.settled, -h.best_specificity,
                                                        -len(h.triggers), h.order))
         out = []
@@ -348,12 +351,40 @@ class MustNotMiss:
                 ruled_out=excluded.get(h.spec.id)))
         return out
 
-    def _ruled_out(self, hit: _Hit, text: str) -> str | None:
-        """'<result> ("<the words that state it>")' when ``text`` states a result that excludes the hit's diagnosis,
-        else None."""
-        rule_out = self._rule_outs.get(hit.spec.id) if text else None
-        m = rule_out[1].search(text) if rule_out else None
-        return f'{rule_out[0]} ("{" ".join(m.group(0).split())}")' if m else None
+    def excluded(self, text: str) -> dict[str, str]:
+        """Diagnosis id -> '<result> ("<the words that state it>")' for every diagnosis of the rules that a result
+        stated in ``text`` excludes, whether or not a rule fires for the presentation."""
+        out: dict[str, str] = {}
+        if not text:
+            return out
+        for did, (result, pattern) in self._rule_outs.items():
+            m = pattern.search(text)
+            if m:
+                out[did] = f'{result} ("{" ".join(m.group(0).split())}")'
+        return out
+
+    def demote(self, candidates: list[Candidate], text: str, factor: float) -> list[Candidate]:
+        """The ranked candidates with each one a stated result excludes (:meth:`excluded`: the diagnosis, another
+        id of it or a more specific kind of it, ``is_a`` up to ``DIFFERENTIAL_DEPTH`` steps) marked "ruled out by
+        ..." (``demoted``) and its score multiplied by ``factor`` (1: marked only); then back in score order
+        (stable). The candidate is never dropped here: the clinician sees what was considered and why it fell."""
+        gone = self.excluded(text)
+        if not gone or not candidates:
+            return candidates
+        owners = {i: did for did in gone for i in self._rule_out_ids.get(did, {did})}
+        out = []
+        for c in candidates:
+            known = self.kg.concept(c.concept_id) is not None   # not a name only the model gave
+            keys = self._keys(c.concept_id, DIFFERENTIAL_DEPTH, self._dx_keys) if known else frozenset()
+            did = next((owners[k] for k in sorted(keys) if k in owners), None)
+            if did is None:
+                out.append(c)
+                continue
+            why = f"ruled out by {gone[did]}"
+            out.append(c.model_copy(update={"score": round(c.score * factor, 4),
+                                            "demoted": "; ".join(x for x in (c.demoted, why) if x)}))
+        out.sort(key=lambda c: -c.score)
+        return out
 
     @staticmethod
     def _unsettled(spec: RuleSpec, age: float | None, sex: str | None) -> list[str] | None:

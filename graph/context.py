@@ -85,7 +85,17 @@ class Resources:
         from agents.hki import HKI  # noqa: PLC0415
 
         return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior, sites=self.sites,
-                   signs=self.signs, risk_factors=self.risk_factors)
+                   signs=self.signs, risk_factors=self.risk_factors, rule_outs=self._rule_outs())
+
+    def _rule_outs(self):
+        """The must-not-miss rules for the ranking's stated rule-outs; None when the rule file cannot be read (the
+        must-not-miss step then says so in the result's warnings)."""
+        from agents.must_not_miss import MustNotMissError  # noqa: PLC0415
+
+        try:
+            return self.must_not_miss
+        except MustNotMissError:
+            return None
 
     @cached_property
     def risk_factors(self):

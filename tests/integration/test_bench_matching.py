@@ -39,6 +39,12 @@ def test_a_class_label_is_met_by_any_disease_under_it(knowledge):
     assert (got["strict_rank"], got["lenient_rank"]) == (2, 2)
     assert m.match(fungal, _p("Psoriasis", "Scabies"))["strict_rank"] is None     # a parasite, not a fungus
     assert m.match(Case(id="y", text="", label="Arthritis"), _p("Osteoarthritis"))["strict_rank"] == 1
+    # "allergy": the class and the allergic diseases the Disease Ontology files under their organ, not a look-alike
+    allergy = Case(id="a", text="", label="allergy")
+    assert m.match(allergy, _p("Common cold", "Allergic rhinitis"))["strict_rank"] == 2
+    assert m.match(allergy, _p("Atopic dermatitis"))["strict_rank"] == 1          # under allergic contact dermatitis
+    assert m.match(allergy, _p("Peanut allergy"))["strict_rank"] == 1
+    assert m.match(allergy, _p("Common cold", "Rhinitis", "Asthma"))["strict_rank"] is None   # not allergic as such
     # a label naming one disease still credits its subtypes leniently only
     got = m.match(Case(id="z", text="", label="Pneumonia"), _p("Bacterial pneumonia"))
     assert (got["strict_rank"], got["lenient_rank"]) == (None, 1)

@@ -171,3 +171,22 @@ def test_the_cli_prints_the_must_not_miss_line(knowledge, capsys):
     line = next((x for x in out.splitlines() if x.startswith("Must not miss: ")), "")
     assert "aortic dissection (chest pain" in line, out
     assert out.index("Must not miss: ") < out.index("Verification of claims")
+
+
+PE_CASE = ("56-year-old man with sudden pleuritic chest pain and shortness of breath after a long-haul flight; heart rate "
+           "112.")
+
+
+def test_a_stated_negative_ctpa_moves_pulmonary_embolism_down_and_says_why(knowledge):
+    kg, index = knowledge
+    rag = ClinicalRAG(Resources(llm_config=LLMConfig(), kg=kg, index=index, audit_path=None))
+    before = rag.ask(PE_CASE)
+    after = rag.ask(PE_CASE + " CTPA was negative.")
+    rank = {d["concept_id"]: d["rank"] for d in before["differential"]}
+    assert rank.get("DOID:9477") == 1, before["differential"]           # open: pulmonary embolism first
+    pe = next((d for d in after["differential"] if d["concept_id"] == "DOID:9477"), None)
+    assert after["differential"][0]["concept_id"] != "DOID:9477"
+    if pe is not None:                                                   # still shown, lower, with the reason
+        assert pe["rank"] > 1 and 'ruled out by a negative CT pulmonary angiogram ("CTPA was negative")' in pe["note"]
+    item = next(i for i in after["must_not_miss"] if i["concept_id"] == "DOID:9477")
+    assert item["ruled_out"] and item["rank"] == (pe["rank"] if pe else None)

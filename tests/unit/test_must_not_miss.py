@@ -8,7 +8,7 @@ import yaml
 
 from agents.curated import union_pattern
 from agents.must_not_miss import MustNotMiss, MustNotMissError, load_rules
-from agents.types import DifferentialItem, Draft, Entity, Extraction, MustNotMissItem
+from agents.types import Candidate, DifferentialItem, Draft, Entity, Extraction, MustNotMissItem
 from clinicalrag.commands.ask import must_not_miss_lines, render
 from graph import nodes
 from graph.result import audit_record
@@ -147,6 +147,32 @@ def test_a_stated_result_that_excludes_a_diagnosis_marks_it_and_keeps_it_listed(
     assert all(i.ruled_out is None for i in items[:-1])
     assert mnm.check(ex, text="Pregnancy test is positive.")[0].ruled_out is None
     assert mnm.check(ex)[0].ruled_out is None                         # no text given: nothing is settled
+
+
+def _cand(cid: str, name: str, score: float):
+    return Candidate(concept_id=cid, name=name, score=score)
+
+
+def test_a_stated_rule_out_moves_the_diagnosis_and_its_kinds_down_the_ranking(kg, tmp_path):
+    rules = yaml.safe_load(yaml.safe_dump(RULES))
+    rules["rules"][0]["diagnoses"][0]["ruled_out_by"] = {"result": "a normal angiogram",
+                                                         "patterns": [r"\bnormal\s+coronary\s+angiogram"]}
+    mnm = MustNotMiss.from_kg(kg, _rules_file(tmp_path, rules))
+    ranked = [_cand("DOID:4", "acute myocardial infarction", 0.9), _cand("DOID:2", "pulmonary embolism", 0.5),
+              _cand("DOID:7", "intermediate coronary syndrome", 0.4), _cand("model:pericarditis", "pericarditis", 0.3)]
+    text = "Chest pain; a normal coronary angiogram yesterday."
+    assert mnm.excluded(text) == {"DOID:3": 'a normal angiogram ("normal coronary angiogram")'}
+    out = mnm.demote(ranked, text, 0.1)
+    # the diagnosis's kind (is_a) and its other id (also) fall below the open ones, marked, never dropped
+    assert [c.name for c in out] == ["pulmonary embolism", "pericarditis", "acute myocardial infarction",
+                                     "intermediate coronary syndrome"]
+    assert out[2].score == pytest.approx(0.09) and out[3].score == pytest.approx(0.04)
+    assert out[2].demoted == 'ruled out by a normal angiogram ("normal coronary angiogram")'
+    assert out[0].demoted == "" and out[0].score == 0.5
+    marked = mnm.demote(ranked, text, 1.0)                              # factor 1: marked only, order kept
+    assert [c.concept_id for c in marked] == [c.concept_id for c in ranked] and marked[0].demoted
+    assert mnm.demote(ranked, "Chest pain; an abnormal coronary angiogram.", 0.1) == ranked   # nothing settled
+    assert mnm.demote(ranked, "", 0.1) == ranked
 
 
 ECTOPIC, PE = "DOID:0060329", "DOID:9477"
