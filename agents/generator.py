@@ -352,7 +352,8 @@ class Generator:
                                                                      f"demoted: {c.demoted}" if c.demoted else "")
                                                          if x)))
             used.update(chosen)
-            kind = "; ".join(x for x in (subtype_words(c, names), also_words(c)) if x)
+            # how it relates to the others, and why it was moved down ("ruled out by a negative CT pulmonary ...")
+            kind = "; ".join(x for x in (subtype_words(c, names), also_words(c), c.demoted) if x)
             lines.append(f"#### {items[-1].rank}. {c.name} (likelihood: {lik}; score {c.score:.2f}"
                          f"{'; ' + origin_words(c.origins) if 'model' in c.origins else ''}"
                          f"{'; ' + kind if kind else ''})")

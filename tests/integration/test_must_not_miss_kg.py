@@ -188,5 +188,7 @@ def test_a_stated_negative_ctpa_moves_pulmonary_embolism_down_and_says_why(knowl
     assert after["differential"][0]["concept_id"] != "DOID:9477"
     if pe is not None:                                                   # still shown, lower, with the reason
         assert pe["rank"] > 1 and 'ruled out by a negative CT pulmonary angiogram ("CTPA was negative")' in pe["note"]
+        heading = next(ln for ln in after["answer"].splitlines() if f"{pe['rank']}. pulmonary embolism (" in ln)
+        assert "ruled out by a negative CT pulmonary angiogram" in heading
     item = next(i for i in after["must_not_miss"] if i["concept_id"] == "DOID:9477")
     assert item["ruled_out"] and item["rank"] == (pe["rank"] if pe else None)
