@@ -175,7 +175,7 @@ def test_a_stated_rule_out_moves_the_diagnosis_and_its_kinds_down_the_ranking(kg
     assert mnm.demote(ranked, "", 0.1) == ranked
 
 
-ECTOPIC, PE = "DOID:0060329", "DOID:9477"
+ECTOPIC, PE, DISSECTION, MENINGITIS, APPENDICITIS = "DOID:0060329", "DOID:9477", "DOID:0080685", "DOID:9470", "DOID:8337"
 
 
 @pytest.mark.parametrize("dx, text, excluded", [
@@ -197,6 +197,33 @@ ECTOPIC, PE = "DOID:0060329", "DOID:9477"
     (PE, "CTPA showed a saddle embolus.", False),
     (PE, "CTPA is planned; D-dimer negative.", False),                # a negative D-dimer alone does not settle it
     (PE, "CT head was normal.", False),
+    (DISSECTION, "CT angiography of the chest showed no aortic dissection.", True),
+    (DISSECTION, "A normal CT aortogram.", True),
+    (DISSECTION, "Transoesophageal echocardiogram: no evidence of dissection.", True),
+    (DISSECTION, "Aortic dissection was excluded.", True),
+    (DISSECTION, "CT angiography shows a Stanford type A dissection.", False),
+    (DISSECTION, "Chest X-ray: no dissection flap seen; CTPA was negative.", False),   # neither images the aorta well
+    (DISSECTION, "CT is planned to look for a dissection.", False),
+    (MENINGITIS, "CSF analysis was normal.", True),
+    (MENINGITIS, "Lumbar puncture showed normal CSF.", True),
+    (MENINGITIS, "A normal cerebrospinal fluid examination.", True),
+    (MENINGITIS, "LP was unremarkable.", True),
+    (MENINGITIS, "CSF shows 1,200 neutrophils and a low glucose.", False),
+    (MENINGITIS, "CSF opening pressure was normal.", False),           # one value of the examination
+    (MENINGITIS, "Normal CSF glucose, raised protein.", False),
+    (MENINGITIS, "Lumbar puncture was deferred.", False),
+    (APPENDICITIS, "CT shows a normal appendix.", True),
+    (APPENDICITIS, "The appendix was normal on ultrasound.", True),
+    (APPENDICITIS, "CT abdomen: no evidence of appendicitis.", True),
+    (APPENDICITIS, "She had an appendicectomy at 12.", True),
+    (APPENDICITIS, "Previous laparoscopic appendectomy.", True),
+    (APPENDICITIS, "Ultrasound: the appendix was not visualised.", False),   # not seen is not normal
+    (APPENDICITIS, "CT shows an abnormal appendix with fat stranding.", False),
+    (APPENDICITIS, "Appendicitis is suspected; appendicectomy is planned.", False),
+    (APPENDICITIS, "Appendicectomy at 12 years of age; now RLQ pain.", True),
+    (APPENDICITIS, "History of appendectomy.", True),
+    (APPENDICITIS, "Booked for appendicectomy at 3 pm today.", False),
+    (APPENDICITIS, "Listed for appendicectomy in the morning.", False),
 ])
 def test_the_shipped_rule_outs(dx, text, excluded):
     specs = [d for r in load_rules() for d in r.diagnoses if d.id == dx]
