@@ -366,13 +366,14 @@ class MustNotMiss:
     def demote(self, candidates: list[Candidate], text: str, factor: float) -> list[Candidate]:
         """The ranked candidates with each one a stated result excludes (:meth:`excluded`: the diagnosis, another
         id of it or a more specific kind of it, ``is_a`` up to ``DIFFERENTIAL_DEPTH`` steps) marked "ruled out by
-        ..." (``demoted``) and its score multiplied by ``factor`` (1: marked only); then back in score order
-        (stable). The candidate is never dropped here: the clinician sees what was considered and why it fell."""
+        ..." (``demoted``), its score multiplied by ``factor`` and, when ``factor`` < 1, placed after every open
+        candidate (a settled diagnosis does not stay first because it fitted best; 1: marked only, order kept). The
+        candidate is never dropped here: the clinician sees what was considered and why it fell."""
         gone = self.excluded(text)
         if not gone or not candidates:
             return candidates
         owners = {i: did for did in gone for i in self._rule_out_ids.get(did, {did})}
-        out = []
+        out, settled = [], set()
         for c in candidates:
             known = self.kg.concept(c.concept_id) is not None   # not a name only the model gave
             keys = self._keys(c.concept_id, DIFFERENTIAL_DEPTH, self._dx_keys) if known else frozenset()
@@ -381,9 +382,11 @@ class MustNotMiss:
                 out.append(c)
                 continue
             why = f"ruled out by {gone[did]}"
+            settled.add(c.concept_id)
             out.append(c.model_copy(update={"score": round(c.score * factor, 4),
                                             "demoted": "; ".join(x for x in (c.demoted, why) if x)}))
-        out.sort(key=lambda c: -c.score)
+        if factor < 1.0:   # stable: the open candidates keep their order, then the settled ones
+            out.sort(key=lambda c: (c.concept_id in settled, -c.score))
         return out
 
     @staticmethod

@@ -63,10 +63,10 @@ class PipelineConfig(BaseModel):
     # moved 46 DDXPlus cases, mostly down: there a known asthma, COPD or anaemia is often the answer (an exacerbation)
     known_condition_factor: float = Field(1.0, ge=0.0, le=1.0)
     # a candidate that a result stated in the presentation excludes (a negative CT pulmonary angiogram, pulmonary
-    # embolism; the must-not-miss rules' ruled_out_by) says so and its score is multiplied by ruled_out_factor (1: only
-    # marked). 0.1 is set by reasoning, not fitted: such a result settles the question, so the diagnosis should fall
-    # below every open one of similar fit, yet stay in view; no development case states one (one MedQA test question
-    # does: a negative urine beta-hCG, gold pseudocyesis)
+    # embolism; the must-not-miss rules' ruled_out_by) says so, its score is multiplied by ruled_out_factor and, below
+    # 1, it is placed after every open candidate (1: only marked). Set by reasoning, not fitted: such a result settles
+    # the question, so the diagnosis falls below every open one, yet stays in view (and on the must-not-miss line); no
+    # development case states one (one MedQA test question does: a negative urine beta-hCG, gold pseudocyesis)
     ruled_out_factor: float = Field(0.1, ge=0.0, le=1.0)
     sources: list[Literal["G", "B", "O"]] = Field(default_factory=lambda: ["G", "B", "O"])
     top_k_per_source: int = Field(5, ge=1, le=50)

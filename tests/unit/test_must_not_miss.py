@@ -169,6 +169,9 @@ def test_a_stated_rule_out_moves_the_diagnosis_and_its_kinds_down_the_ranking(kg
     assert out[2].score == pytest.approx(0.09) and out[3].score == pytest.approx(0.04)
     assert out[2].demoted == 'ruled out by a normal angiogram ("normal coronary angiogram")'
     assert out[0].demoted == "" and out[0].score == 0.5
+    # a settled diagnosis that fitted far better than the rest still goes after every open candidate
+    strong = [_cand("DOID:3", "myocardial infarction", 0.95), _cand("DOID:2", "pulmonary embolism", 0.03)]
+    assert [c.concept_id for c in mnm.demote(strong, text, 0.1)] == ["DOID:2", "DOID:3"]
     marked = mnm.demote(ranked, text, 1.0)                              # factor 1: marked only, order kept
     assert [c.concept_id for c in marked] == [c.concept_id for c in ranked] and marked[0].demoted
     assert mnm.demote(ranked, "Chest pain; an abnormal coronary angiogram.", 0.1) == ranked   # nothing settled
