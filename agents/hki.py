@@ -64,6 +64,8 @@ class RetrievalParams:
     sign_weight: float = 2.0           # its weight in the rank fusion (KG ranking = 1; dev-chosen)
     use_risk_factors: bool = True      # stated exposures raise the candidates they make likelier (risk_factors.py)
     risk_factor_boost: float = 1.6     # the factor per unit of exposure weight (at most 2) on such a candidate
+    risk_needs_match: bool = True      # ... only when a finding of the patient matches it in the KG (not word search
+                                       # alone: immunosuppression does not make herpes zoster likelier without a rash)
     unmatched_factor: float = 0.85     # on the fused score of a disease no knowledge-graph finding matched
     # the language model's first choice stays first when a knowledge ranking (KG, text, page, sign or site) also
     # puts it within this rank and the evidence does not contradict it (0: it is fused like every candidate)
@@ -102,6 +104,7 @@ class RetrievalParams:
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
                    use_risk_factors=getattr(cfg, "use_risk_factors", True),
                    risk_factor_boost=getattr(cfg, "risk_factor_boost", 1.6),
+                   risk_needs_match=getattr(cfg, "risk_needs_match", True),
                    unmatched_factor=getattr(cfg, "unmatched_factor", 0.85),
                    model_first_support=getattr(cfg, "model_first_support", 0),
                    use_subtypes=getattr(cfg, "use_subtypes", True),
@@ -594,7 +597,9 @@ class HKI:
                 if hit is not None and "sign" in c.ranks:   # the stated signs that name it, from the curated table
                     for sid, sign, cit in zip(hit.ids, hit.signs, hit.citations):
                         add(sign_evidence(c.concept_id, c.name, sid, sign, cit, rel, query=c.name), must_keep=keep)
-                for m in risk_hits.get(c.concept_id, ())[:2]:   # the stated exposures that make it likelier
+                # the stated exposures that made it likelier (those the fusion weighed: its supporting triples)
+                weighed = {t.split("|")[-1] for t in c.supporting if f"|{RISK_RELATION}|" in t}
+                for m in [m for m in risk_hits.get(c.concept_id, ()) if m.spec.id in weighed][:2]:
                     add(risk_evidence(c.concept_id, c.name, m.spec.id, m.spec.exposure, m.spec.citation, rel,
                                       query=c.name), must_keep=keep)
                 if concept is not None:
@@ -710,12 +715,14 @@ class HKI:
             if did not in model_of:
                 (alt_rank if x.alternative else model_rank)[did], model_of[did] = x.rank, x
         risk_hits = risk_hits or {}
+        raised: set[str] = set()             # the candidates an exposure made likelier (their exposures are cited)
 
         def risk(did: str) -> tuple[float, list[str]]:
             """(factor, reason) of the stated exposures that make ``did`` likelier."""
             found = risk_hits.get(did) or []
             if not found:
                 return 1.0, []
+            raised.add(did)
             words = "; ".join(f'"{m.text}" ({m.spec.exposure})' for m in found[:2])
             weight = min(2.0, sum(m.spec.weight for m in found))
             return p.risk_factor_boost ** weight, [f"the patient's history makes it likelier: {words}"]
@@ -756,7 +763,7 @@ class HKI:
             out = {"knowledge_score": round(knowledge.get(did, 0.0), 4), "model_reason": x.reason if x else ""}
             signs = [t for t in sign_ids.get(did, ()) if t not in (supporting or [])]
             site = [t for t in (site_triple.get(did),) if t and t not in (supporting or [])]
-            risks = [f"{did}|{RISK_RELATION}|{m.spec.id}" for m in risk_hits.get(did, ())[:2]]
+            risks = [f"{did}|{RISK_RELATION}|{m.spec.id}" for m in risk_hits.get(did, ())[:2]] if did in raised else []
             if signs or site or risks:   # the signs that name it (first: the most specific reason), the exposures
                 # that make it likelier and where it is (its located_in edge), citable
                 out["supporting"] = [*signs, *risks, *(supporting or []), *site]
@@ -790,9 +797,10 @@ class HKI:
             # enter a woman's differential on word overlap alone)
             factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
                                         **self._fit_facts(did, regions, course))
-            boost, because = risk(did)
-            factor, why = factor * boost, why + because
             known = explained.get(did)
+            if known is not None or not p.risk_needs_match:
+                boost, because = risk(did)
+                factor, why = factor * boost, why + because
             if known is not None:   # a proposed disease the KG explains only weakly: keep its explanation
                 fused.append(known.model_copy(update={
                     "score": round(factor * score, 4), "origins": origins, "ranks": ranks,

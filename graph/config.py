@@ -40,6 +40,10 @@ class PipelineConfig(BaseModel):
     # the factor per unit of exposure weight (at most 2) on a fitting candidate's fused score (1: none; 1.6 chosen on
     # the dev halves among 1.3 and 1.6)
     risk_factor_boost: float = Field(1.6, ge=1.0, le=5.0)
+    # ... only on a candidate a finding of the patient matches in the knowledge graph: one that word search alone put
+    # forward is not made likelier by an exposure (immunosuppression and a "burning" sore throat do not make herpes
+    # zoster likelier without a rash)
+    risk_needs_match: bool = True
     # the factor on the fused score of a disease that word search alone put forward (no knowledge-graph finding of
     # the patient matched it): in the dev halves' top fives such diseases were the diagnosis about half as often as
     # those the KG ranking matched (DDXPlus 7 vs 15 %, Symptom2Disease 4 vs 14 %); 0.85 chosen on the dev halves

@@ -169,3 +169,43 @@ def test_a_disease_only_word_search_found_is_weighed_down():
     assert weighed["D:9"] == pytest.approx(0.85 * plain["D:9"], abs=1e-4)
     assert weighed["D:1"] == plain["D:1"] and weighed["D:1"] > weighed["D:9"]   # ... behind the KG's match now
     assert RetrievalParams().unmatched_factor == 0.85
+
+
+def test_an_exposure_raises_only_a_disease_a_finding_matches():
+    """A stated exposure (the real risk-factor table: immunosuppression -> herpes zoster) multiplies the fused score
+    of a disease the KG ranking matched, and of one word search alone found only when ``risk_needs_match`` is off:
+    immunosuppression and a burning sore throat do not make herpes zoster likelier without a rash."""
+    from types import SimpleNamespace
+
+    from agents.hki import HKI, RetrievalParams
+    from agents.risk_factors import RiskFactors, load_risk_factors
+    from agents.types import Candidate
+
+    class _Names:               # the word-search disease needs its name; no graph facts (age, region, course)
+        graph = None
+
+        def concept(self, cid):
+            return SimpleNamespace(name={"DOID:8536": "herpes zoster"}.get(cid, cid))
+
+    risk = RiskFactors(load_risk_factors()).diseases("History: immunosuppressed.")
+    zoster, tb = "DOID:8536", "DOID:399"
+    assert zoster in risk and tb in risk
+    hki = HKI(index=None, kg=_Names(), ranker=None)
+    ranked = [Candidate(concept_id="DOID:2275", name="pharyngitis", score=1.0),
+              Candidate(concept_id=tb, name="tuberculosis", score=0.5)]
+    votes, pages = {zoster: (1.0, "chunk")}, {zoster: 2}
+
+    def fused(needs_match):
+        out = hki._fuse(ranked, votes, RetrievalParams(risk_needs_match=needs_match), page_rank=pages, risk_hits=risk)
+        return {c.concept_id: c for c in out}
+
+    strict, loose = fused(True), fused(False)
+    words_only = 0.85 * (1 / 4 + 1 / 5)                              # text 1st, page 2nd, unmatched_factor
+    assert strict[zoster].score == pytest.approx(words_only, abs=1e-3)   # word search alone: no boost ...
+    assert "history makes it likelier" not in strict[zoster].explanation
+    assert not [t for t in strict[zoster].supporting if "immunosuppression" in t]   # ... and the exposure not cited
+    assert [t for t in loose[zoster].supporting if "immunosuppression" in t]
+    assert loose[zoster].score == pytest.approx(1.6 * strict[zoster].score, abs=1e-3)
+    assert "history makes it likelier" in loose[tb].explanation and "history makes it likelier" in strict[tb].explanation
+    assert strict[tb].score == loose[tb].score                       # a KG-matched disease keeps its boost
+    assert RetrievalParams().risk_needs_match is True
