@@ -62,6 +62,8 @@ class RuleOutSpec(BaseModel):
 
     result: str = Field(min_length=1)              # the result in words: "a negative pregnancy test"
     patterns: list[str] = Field(min_length=1)      # case-insensitive regular expressions that state it
+    # other diagnoses the same result excludes, with their kinds (a normal CSF: meningitis of any cause)
+    also_excludes: list[str] = Field(default_factory=list)
 
     @field_validator("patterns")
     @classmethod
@@ -203,12 +205,13 @@ class MustNotMiss:
         # diagnosis id -> (the excluding result in words, its patterns as one expression); every rule that names a
         # diagnosis gives it the same rule-out (the data tests check), so the first one written is taken
         self._rule_outs: dict[str, tuple[str, re.Pattern]] = {}
-        self._rule_out_ids: dict[str, frozenset[str]] = {}    # diagnosis id -> the ids that are it (``also``)
+        # diagnosis id -> the ids the result excludes: the diagnosis's own (``also``) and its ``also_excludes``
+        self._rule_out_ids: dict[str, frozenset[str]] = {}
         for r in self.specs:
             for d in r.diagnoses:
                 if d.ruled_out_by is not None and d.id not in self._rule_outs:
                     self._rule_outs[d.id] = (d.ruled_out_by.result, union_pattern(d.ruled_out_by.patterns))
-                    self._rule_out_ids[d.id] = frozenset({d.id, *d.also})
+                    self._rule_out_ids[d.id] = frozenset({d.id, *d.also, *d.ruled_out_by.also_excludes})
         for r in self.specs:
             for d in r.diagnoses:
                 self._check_diagnosis(r.id, d)
@@ -276,6 +279,9 @@ class MustNotMiss:
         for other in d.also:
             if self.kg.concept(other) is None:
                 self.problems.append(f"rule {rule_id}: {other} (also of {d.id}) is not in the knowledge graph")
+        for other in d.ruled_out_by.also_excludes if d.ruled_out_by is not None else ():
+            if self.kg.concept(other) is None:
+                self.problems.append(f"rule {rule_id}: {other} (excluded with {d.id}) is not in the knowledge graph")
 
     # ---- matching ----------------------------------------------------------------------------------------------
     @staticmethod

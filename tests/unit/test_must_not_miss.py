@@ -175,6 +175,14 @@ def test_a_stated_rule_out_moves_the_diagnosis_and_its_kinds_down_the_ranking(kg
     marked = mnm.demote(ranked, text, 1.0)                              # factor 1: marked only, order kept
     assert [c.concept_id for c in marked] == [c.concept_id for c in ranked] and marked[0].demoted
     assert mnm.demote(ranked, "Chest pain; an abnormal coronary angiogram.", 0.1) == ranked   # nothing settled
+    # a result can exclude more than the item it is written for (also_excludes, with its kinds)
+    rules["rules"][0]["diagnoses"][0]["ruled_out_by"]["also_excludes"] = ["DOID:2"]
+    wider = MustNotMiss.from_kg(kg, _rules_file(tmp_path, rules))
+    assert wider.problems == []
+    out = wider.demote(ranked, text, 0.1)
+    assert [c.name for c in out][:1] == ["pericarditis"] and out[1].demoted.startswith("ruled out by a normal angiogram")
+    rules["rules"][0]["diagnoses"][0]["ruled_out_by"]["also_excludes"] = ["DOID:404"]
+    assert any("DOID:404" in p for p in MustNotMiss.from_kg(kg, _rules_file(tmp_path, rules)).problems)
     assert mnm.demote(ranked, "", 0.1) == ranked
 
 
