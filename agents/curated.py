@@ -16,6 +16,19 @@ from knowledge.kg.normalize import normalise
 M = TypeVar("M", bound=BaseModel)
 
 
+# a denial earlier in the clause: "denies smoking", "no history of intravenous drug use", "never smoked",
+# "does not drink", "a non-smoker"; "but", "however" end its reach ("never smoked but drinks heavily")
+DENIED_BEFORE = re.compile(
+    r"(?:\b(?:no|not|never|without|denies|denied|denying|negative\s+for|free\s+of|nor|quit\s+drinking|abstains?"
+    r"|abstinent|stopped\s+drinking)\b(?:(?!\b(?:but|however|although|though|yet|and\s+(?:has|is|was|reports|admits|"
+    r"uses|drinks|smokes))\b)[^.;:!?\n]){0,50}|\bnon-?)\Z", re.I)
+
+
+def denied_before(before: str) -> bool:
+    """The words right before a mention deny it for the patient (see ``DENIED_BEFORE``)."""
+    return DENIED_BEFORE.search(before) is not None
+
+
 class NamedConcept(BaseModel):
     """A KG concept as a curated file writes it: the id and the concept's KG name (checked against the graph)."""
 

@@ -464,8 +464,8 @@ def candidate_line(c: Candidate) -> str:
     if "sign" in c.ranks:
         who.append("classic sign")
     parts = [f"- {c.name} ({', '.join(who) or 'retrieval'})"]
-    if c.demoted:
-        parts.append(f"against: {c.demoted}")
+    if c.demoted:   # a finding that argues against it already says "against: ..." (agents/against.py)
+        parts.append(c.demoted if c.demoted.startswith("against:") else f"against: {c.demoted}")
     return "; ".join(parts)
 
 

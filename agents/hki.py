@@ -77,6 +77,8 @@ class RetrievalParams:
     fold_relatives: bool = False       # ... or is folded into it (subtypes.mark_relatives; off: dev halves, results.md)
     known_condition_factor: float = 1.0  # on a candidate the patient knowingly has (subtypes.demote_known; 1: marked)
     ruled_out_factor: float = 0.1      # on a candidate a stated test result excludes (must_not_miss.demote; 1: marked)
+    use_against: bool = True           # findings that argue against a candidate move it down (agents/against.py)
+    against_factor: float = 0.25       # ... its score times this once per rule, at most twice (1: marked only)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -113,7 +115,9 @@ class RetrievalParams:
                    relatives_depth=getattr(cfg, "relatives_depth", 2),
                    fold_relatives=getattr(cfg, "fold_relatives", False),
                    known_condition_factor=getattr(cfg, "known_condition_factor", 1.0),
-                   ruled_out_factor=getattr(cfg, "ruled_out_factor", 0.1))
+                   ruled_out_factor=getattr(cfg, "ruled_out_factor", 0.1),
+                   use_against=getattr(cfg, "use_against", True),
+                   against_factor=getattr(cfg, "against_factor", 0.25))
 
 
 _KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
@@ -391,7 +395,7 @@ def _license_for(src: str) -> str:
 
 class HKI:
     def __init__(self, index, kg, ranker=None, config: HKIConfig | None = None, pages=None, prior=None, sites=None,
-                 signs=None, risk_factors=None, rule_outs=None):
+                 signs=None, risk_factors=None, rule_outs=None, against=None):
         self.index = index
         self.kg = kg
         self.ranker = ranker
@@ -403,6 +407,7 @@ class HKI:
         self.signs = signs               # agents.signs.ClassicSigns (None: no sign ranking)
         self.risk_factors = risk_factors  # agents.risk_factors.RiskFactors (None: exposures not weighed)
         self.rule_outs = rule_outs       # agents.must_not_miss.MustNotMiss (None: stated rule-outs not read)
+        self.against = against           # agents.against.AgainstFindings (None: findings against not read)
         self._entity_roles: set[str] | None = None
 
     def entity_roles(self) -> set[str]:
@@ -565,6 +570,8 @@ class HKI:
         if candidates and extraction is not None:
             known = known_conditions(extraction.entities, self.kg)
             candidates = demote_known(candidates, known, self.kg, p.known_condition_factor)
+        if candidates and self.against is not None and p.use_against:   # what the patient has that it does not explain
+            candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
         if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down
             candidates = self.rule_outs.demote(candidates, presentation, p.ruled_out_factor)
         if p.model_first_support > 0 and candidates:

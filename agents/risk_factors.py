@@ -20,18 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .curated import NamedConcept, check_patterns, clean_text, read_curated, resolve_concepts, union_pattern
+from .curated import (NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts,
+                      union_pattern)
 
 log = logging.getLogger(__name__)
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "risk_factors.yaml"
 
-# a denial earlier in the clause: "denies smoking", "no history of intravenous drug use", "never smoked",
-# "does not drink", "a non-smoker"; "but", "however" end its reach ("never smoked but drinks heavily")
-_DENIED_BEFORE = re.compile(
-    r"(?:\b(?:no|not|never|without|denies|denied|denying|negative\s+for|free\s+of|nor|quit\s+drinking|abstains?"
-    r"|abstinent|stopped\s+drinking)\b(?:(?!\b(?:but|however|although|though|yet|and\s+(?:has|is|was|reports|admits|"
-    r"uses|drinks|smokes))\b)[^.;:!?\n]){0,50}|\bnon-?)\Z", re.I)
 # the exposure is a relative's or someone else's ("her father smokes", "family history of alcoholism", "her partner is
 # HIV-positive": the partner's infection, not a weakened immunity of the patient's own)
 _SOMEONE_ELSE = re.compile(
@@ -132,7 +127,7 @@ class RiskFactors:
                 if m.end() <= m.start():
                     continue
                 before = text[max(0, m.start() - 80): m.start()]
-                if _DENIED_BEFORE.search(before) or _someone_elses(before):
+                if denied_before(before) or _someone_elses(before):
                     continue
                 out.append(ExposureMention(spec, m.start(), m.end(), m.group(0)))
                 break

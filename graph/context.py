@@ -85,7 +85,8 @@ class Resources:
         from agents.hki import HKI  # noqa: PLC0415
 
         return HKI(self.index, self.kg, self.ranker, pages=self.pages, prior=self.prior, sites=self.sites,
-                   signs=self.signs, risk_factors=self.risk_factors, rule_outs=self._rule_outs())
+                   signs=self.signs, risk_factors=self.risk_factors, rule_outs=self._rule_outs(),
+                   against=self.against)
 
     def _rule_outs(self):
         """The must-not-miss rules for the ranking's stated rule-outs; None when the rule file cannot be read (the
@@ -96,6 +97,14 @@ class Resources:
             return self.must_not_miss
         except MustNotMissError:
             return None
+
+    @cached_property
+    def against(self):
+        """The findings that argue against a diagnosis (``agents/data/against_findings.yaml``) resolved against the
+        knowledge graph."""
+        from agents.against import AgainstFindings  # noqa: PLC0415
+
+        return AgainstFindings.from_kg(self.kg)
 
     @cached_property
     def risk_factors(self):

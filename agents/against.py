@@ -1,0 +1,188 @@
+"""Findings that argue against a diagnosis: what the patient has that a candidate disease does not explain.
+
+The knowledge-based rankings lift a disease for the findings it expects; they do not know what a disease makes
+unlikely. A fever beside sneezing argues against allergic rhinitis, a fever beside a headache against migraine, a rash
+all over the body against shingles. The curated table ``agents/data/against_findings.yaml`` (each rule with its
+finding, diseases, reason and published source; reviewable) is read here. :meth:`AgainstFindings.demote` marks every
+candidate a stated finding argues against ("against: a fever — ..."), multiplies its score by the factor once per
+rule (at most twice) and puts the list back in score order; it never drops one: the disease may still be the answer.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .curated import NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts, \
+    union_pattern
+from .types import Candidate, Extraction
+
+log = logging.getLogger(__name__)
+
+DATA_FILE = Path(__file__).resolve().parent / "data" / "against_findings.yaml"
+FINDING_DEPTH = 3      # how far up the is_a hierarchy a patient's finding still matches a rule's finding
+DISEASE_DEPTH = 4      # how far up a candidate still counts as a kind of a rule's disease
+MAX_RULES = 2          # the factor applies once per rule, at most this many times
+
+
+class AgainstFindingsError(ValueError):
+    """The table cannot be read or does not follow the format."""
+
+
+class AgainstSpec(BaseModel):
+    """One rule as written in the file (see its header)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    finding: str
+    findings: list[NamedConcept] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=list)
+    diseases: list[NamedConcept] = Field(min_length=1)
+    reason: str
+    citation: str
+
+    _clean = field_validator("finding", "reason", "citation")(classmethod(lambda cls, v: clean_text(v)))
+
+    @model_validator(mode="after")
+    def _stated_somehow(self) -> AgainstSpec:
+        if not self.findings and not self.patterns:
+            raise ValueError(f"rule {self.id}: give findings, patterns or both")
+        return self
+
+
+class AgainstFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int
+    rules: list[AgainstSpec] = Field(min_length=1)
+
+
+def load_against(path: str | Path | None = None) -> list[AgainstSpec]:
+    """The rules of the file (default: the packaged ``data/against_findings.yaml``), checked against the format: ids
+    unique, every pattern compiles."""
+    p = Path(path) if path is not None else DATA_FILE
+    specs = read_curated(p, AgainstFile, "findings against", AgainstFindingsError, lambda f: [s.id for s in f.rules]).rules
+    check_patterns(((s.id, s.patterns) for s in specs), "findings against", AgainstFindingsError)
+    return specs
+
+
+@dataclass(frozen=True)
+class AgainstHit:
+    """A rule the presentation fires: which, and the patient's words for the finding."""
+
+    spec: AgainstSpec
+    words: str
+
+    @property
+    def why(self) -> str:
+        said = f' ("{self.words}")' if self.words else ""
+        return f"against: {self.spec.finding}{said}: {self.spec.reason}"
+
+
+class AgainstFindings:
+    """The table resolved against one knowledge graph. ``problems`` lists what does not check out (an id missing from
+    the graph, or named otherwise there); the data test fails on any of them; such a concept is left out at run time.
+    Without a graph (``kg`` None) findings and diseases match by their ids as written, without kinds."""
+
+    def __init__(self, specs: Sequence[AgainstSpec], kg: Any = None):
+        self.kg = kg
+        self.specs = list(specs)
+        self.problems: list[str] = []
+        self._findings: dict[str, frozenset[str]] = {}
+        self._diseases: dict[str, list[str]] = {}
+        self._patterns: dict[str, re.Pattern] = {}
+        for s in self.specs:
+            ids: set[str] = set()
+            for cid in resolve_concepts(kg, s.findings, f"rule {s.id}", self.problems):
+                ids |= self._closure(cid)
+            self._findings[s.id] = frozenset(ids)
+            self._diseases[s.id] = resolve_concepts(kg, s.diseases, f"rule {s.id}", self.problems)
+            if s.patterns:
+                self._patterns[s.id] = union_pattern(s.patterns)
+        self._keys_cache: dict[tuple[str, int], frozenset[str]] = {}
+
+    @classmethod
+    def from_kg(cls, kg: Any, path: str | Path | None = None) -> AgainstFindings:
+        table = cls(load_against(path), kg)
+        for p in table.problems:
+            log.warning("findings against: %s", p)
+        return table
+
+    def _closure(self, cid: str) -> set[str]:
+        return {cid, *self.kg.equivalents(cid)} if self.kg is not None else {cid}
+
+    def _keys(self, cid: str, depth: int) -> frozenset[str]:
+        """``cid``, its cross-references and their is_a ancestors up to ``depth`` levels (with cross-references)."""
+        key = (cid, depth)
+        if key not in self._keys_cache:
+            own = self._closure(cid)
+            keys = set(own)
+            for x in own if self.kg is not None else ():
+                for a in self.kg.ancestors(x, max_depth=depth):
+                    keys |= self._closure(a)
+            self._keys_cache[key] = frozenset(keys)
+        return self._keys_cache[key]
+
+    def fired(self, extraction: Extraction | None, text: str = "") -> list[AgainstHit]:
+        """The rules the presentation fires: one of its findings is a current finding of the patient (not denied,
+        hedged, historical, a relative's or hypothetical), or the text states it in words the patterns catch and does
+        not deny it."""
+        entities = [e for e in (extraction.entities if extraction is not None else [])
+                    if e.concept_id and e.category != "demographic"
+                    and not (e.negated or e.historical or e.family or e.hypothetical or e.uncertain)]
+        keyed = [(e, self._keys(e.concept_id, FINDING_DEPTH)) for e in entities]
+        out: list[AgainstHit] = []
+        for s in self.specs:
+            ids = self._findings.get(s.id, frozenset())
+            e = next((e for e, keys in keyed if keys & ids), None) if ids else None
+            if e is not None:
+                out.append(AgainstHit(s, " ".join(e.text.split())))
+                continue
+            pattern = self._patterns.get(s.id)
+            for m in pattern.finditer(text or "") if pattern is not None else ():
+                if m.end() > m.start() and not denied_before(text[max(0, m.start() - 80): m.start()]):
+                    out.append(AgainstHit(s, " ".join(m.group(0).split())))
+                    break
+        return out
+
+    def against(self, candidate_id: str, hits: Sequence[AgainstHit]) -> list[AgainstHit]:
+        """The fired rules that argue against ``candidate_id`` (a rule's disease, another id of it or a kind of it)."""
+        if not hits or (self.kg is not None and self.kg.concept(candidate_id) is None):
+            return []
+        keys = self._keys(candidate_id, DISEASE_DEPTH)
+        return [h for h in hits if keys.intersection(self._diseases.get(h.spec.id, ()))]
+
+    def demote(self, candidates: list[Candidate], extraction: Extraction | None, text: str,
+               factor: float) -> list[Candidate]:
+        """The ranked candidates with each one a stated finding argues against marked (``demoted``: "against: ...")
+        and its score multiplied by ``factor`` once per rule (at most :data:`MAX_RULES` times), back in score order
+        (stable; ``factor`` 1: marked only, order kept). None is dropped."""
+        if not candidates:
+            return candidates
+        hits = self.fired(extraction, text)
+        if not hits:
+            return candidates
+        out, moved = [], False
+        for c in candidates:
+            found = self.against(c.concept_id, hits)
+            if not found:
+                out.append(c)
+                continue
+            why = "; ".join(h.why for h in found)
+            update: dict[str, Any] = {"demoted": "; ".join(x for x in (c.demoted, why) if x)}
+            if factor != 1.0:
+                update["score"] = round(c.score * factor ** min(len(found), MAX_RULES), 4)
+                moved = True
+            out.append(c.model_copy(update=update))
+        if moved:
+            out.sort(key=lambda c: -c.score)
+        return out
+
+
+__all__ = ["AgainstFindings", "AgainstFindingsError", "AgainstHit", "AgainstSpec", "load_against"]

@@ -1,0 +1,95 @@
+"""The table of findings that argue against a diagnosis (agents/against.py) without the knowledge graph: the file's
+format, the example sentences and look-alikes of its text patterns, denials, and what demoting does to a ranked list
+(marks, multiplies, re-sorts, never drops)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from agents.against import AgainstFindings, AgainstFindingsError, load_against
+from agents.types import Candidate, Entity, Extraction
+
+
+@pytest.fixture(scope="module")
+def table() -> AgainstFindings:
+    return AgainstFindings(load_against())
+
+
+def test_the_table_is_well_formed(tmp_path):
+    specs = load_against()
+    assert len(specs) >= 5
+    assert len({s.id for s in specs}) == len(specs)
+    for s in specs:
+        assert re.search(r"\b(19|20)\d\d\b", s.citation), f"{s.id}: a citation names its year"
+        assert s.findings or s.patterns
+    row = "  - {{id: {id}, finding: f, {what}, diseases: [{{id: 'DOID:1', name: n}}], reason: r, citation: c}}\n"
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("version: 1\nrules:\n" + row.format(id="x", what="patterns: [a]") * 2)
+    with pytest.raises(AgainstFindingsError, match="used twice"):
+        load_against(dup)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nrules:\n" + row.format(id="x", what="patterns: ['(open']"))
+    with pytest.raises(AgainstFindingsError, match="does not compile"):
+        load_against(bad)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("version: 1\nrules:\n" + row.format(id="x", what="findings: []"))
+    with pytest.raises(AgainstFindingsError, match="give findings, patterns or both"):
+        load_against(empty)
+
+
+def _examples() -> list[tuple[str, str]]:
+    path = Path(__file__).parents[1] / "cases" / "against_examples.tsv"
+    return [tuple(line.split("\t")) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.parametrize(("text", "expected"), _examples())
+def test_the_example_sentences_of_the_patterns(table, text, expected):
+    fired = [h.spec.id for h in table.fired(None, text)]
+    assert fired == ([] if expected == "-" else [expected]), text
+
+
+def test_every_pattern_rule_has_an_example():
+    named = {rid for _, rid in _examples()}
+    assert {s.id for s in load_against() if s.patterns} <= named
+
+
+FEVER = Entity(text="fever", category="symptom", concept_id="HP:0001945")
+
+
+def _ranked(*ids_scores):
+    return [Candidate(concept_id=cid, name=cid, score=s) for cid, s in ids_scores]
+
+
+def test_a_present_finding_demotes_marks_and_never_drops(table):
+    ranked = _ranked(("DOID:4481", 0.5), ("DOID:10459", 0.3), ("DOID:8469", 0.2))   # allergic rhinitis, cold, flu
+    out = table.demote(ranked, Extraction(entities=[FEVER]), "sneezing and a fever", 0.25)
+    assert [c.concept_id for c in out] == ["DOID:10459", "DOID:8469", "DOID:4481"]
+    rhinitis = out[-1]
+    assert rhinitis.score == pytest.approx(0.125)
+    assert rhinitis.demoted.startswith('against: a fever ("fever"): allergic rhinitis does not cause a fever')
+    assert all(not c.demoted for c in out[:2])
+    marked = table.demote(ranked, Extraction(entities=[FEVER]), "", 1.0)   # factor 1: marked, order and score kept
+    assert [(c.concept_id, c.score) for c in marked] == [(c.concept_id, c.score) for c in ranked]
+    assert marked[0].demoted
+
+
+@pytest.mark.parametrize("flag", ["negated", "historical", "family", "hypothetical", "uncertain"])
+def test_a_denied_past_or_hedged_finding_argues_against_nothing(table, flag):
+    fever = FEVER.model_copy(update={flag: True})
+    ranked = _ranked(("DOID:4481", 0.5), ("DOID:10459", 0.3))
+    assert table.demote(ranked, Extraction(entities=[fever]), "", 0.25) == ranked
+
+
+def test_two_rules_weigh_twice_and_no_more(table):
+    # irritable bowel syndrome: fever, weight loss, blood in the stool are one rule (its alarm features)
+    weight_loss = Entity(text="lost 5 kg", category="symptom", concept_id="HP:0001824")
+    ranked = _ranked(("DOID:9778", 0.8), ("DOID:8536", 0.6), ("DOID:0000000", 0.1))
+    text = "fever, weight loss and an itchy rash all over her body"
+    out = table.demote(ranked, Extraction(entities=[FEVER, weight_loss]), text, 0.5)
+    by_id = {c.concept_id: c for c in out}
+    assert by_id["DOID:9778"].score == pytest.approx(0.4)        # one rule, fired by two of its findings
+    assert by_id["DOID:8536"].score == pytest.approx(0.3)        # the rash pattern
+    assert "all over her body" in by_id["DOID:8536"].demoted
