@@ -43,7 +43,9 @@ class AgainstSpec(BaseModel):
     finding: str
     findings: list[NamedConcept] = Field(default_factory=list)
     patterns: list[str] = Field(default_factory=list)
+    unless: list[NamedConcept] = Field(default_factory=list)   # findings that, present too, stop the rule
     diseases: list[NamedConcept] = Field(min_length=1)
+    kinds: bool = True                                          # the diseases' kinds too (is_a up to DISEASE_DEPTH)
     reason: str
     citation: str
 
@@ -95,6 +97,7 @@ class AgainstFindings:
         self.specs = list(specs)
         self.problems: list[str] = []
         self._findings: dict[str, frozenset[str]] = {}
+        self._unless: dict[str, frozenset[str]] = {}
         self._diseases: dict[str, list[str]] = {}
         self._patterns: dict[str, re.Pattern] = {}
         for s in self.specs:
@@ -102,6 +105,10 @@ class AgainstFindings:
             for cid in resolve_concepts(kg, s.findings, f"rule {s.id}", self.problems):
                 ids |= self._closure(cid)
             self._findings[s.id] = frozenset(ids)
+            stop: set[str] = set()
+            for cid in resolve_concepts(kg, s.unless, f"rule {s.id}", self.problems):
+                stop |= self._closure(cid)
+            self._unless[s.id] = frozenset(stop)
             self._diseases[s.id] = resolve_concepts(kg, s.diseases, f"rule {s.id}", self.problems)
             if s.patterns:
                 self._patterns[s.id] = union_pattern(s.patterns)
@@ -132,13 +139,16 @@ class AgainstFindings:
     def fired(self, extraction: Extraction | None, text: str = "") -> list[AgainstHit]:
         """The rules the presentation fires: one of its findings is a current finding of the patient (not denied,
         hedged, historical, a relative's or hypothetical), or the text states it in words the patterns catch and does
-        not deny it."""
+        not deny it; and none of its ``unless`` findings is a current finding (a kind of one included)."""
         entities = [e for e in (extraction.entities if extraction is not None else [])
                     if e.concept_id and e.category != "demographic"
                     and not (e.negated or e.historical or e.family or e.hypothetical or e.uncertain)]
         keyed = [(e, self._keys(e.concept_id, FINDING_DEPTH)) for e in entities]
         out: list[AgainstHit] = []
         for s in self.specs:
+            stop = self._unless.get(s.id)
+            if stop and any(keys & stop for _e, keys in keyed):
+                continue
             ids = self._findings.get(s.id, frozenset())
             e = next((e for e, keys in keyed if keys & ids), None) if ids else None
             if e is not None:
@@ -152,11 +162,13 @@ class AgainstFindings:
         return out
 
     def against(self, candidate_id: str, hits: Sequence[AgainstHit]) -> list[AgainstHit]:
-        """The fired rules that argue against ``candidate_id`` (a rule's disease, another id of it or a kind of it)."""
+        """The fired rules that argue against ``candidate_id`` (a rule's disease, another id of it, or a kind of it when
+        the rule takes ``kinds``)."""
         if not hits or (self.kg is not None and self.kg.concept(candidate_id) is None):
             return []
-        keys = self._keys(candidate_id, DISEASE_DEPTH)
-        return [h for h in hits if keys.intersection(self._diseases.get(h.spec.id, ()))]
+        kinds = self._keys(candidate_id, DISEASE_DEPTH)
+        own = self._closure(candidate_id)
+        return [h for h in hits if (kinds if h.spec.kinds else own).intersection(self._diseases.get(h.spec.id, ()))]
 
     def demote(self, candidates: list[Candidate], extraction: Extraction | None, text: str,
                factor: float) -> list[Candidate]:

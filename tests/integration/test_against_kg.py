@@ -76,3 +76,15 @@ def test_fever_moves_allergic_rhinitis_down_and_says_why(resources):
     assert "against: a fever" in rhinitis.demoted and "does not cause a fever" in rhinitis.demoted
     assert ids_on.index(ALLERGIC_RHINITIS) >= ids_off.index(ALLERGIC_RHINITIS)
     assert all("against:" not in (c.demoted or "") for c in off.candidates)
+
+
+def test_a_rule_without_kinds_spares_the_kinds(resources):
+    text = "Crampy abdominal pain and constipation for four days, with a fever."
+    table = resources.against
+    hits = table.fired(resources.mee.extract(text), text)
+    assert "constipation-gastroenteritis" in {h.spec.id for h in hits}
+    assert [h.spec.id for h in table.against("DOID:2326", hits)] == ["constipation-gastroenteritis"]
+    assert table.against("DOID:8778", hits) == []   # Crohn's disease: not listed
+    campylobacteriosis = next(c for c in resources.kg.lookup("campylobacteriosis") if c.category == "disease")
+    assert "DOID:2326" in resources.kg.ancestors(campylobacteriosis.id, max_depth=4)   # a kind of gastroenteritis ...
+    assert table.against(campylobacteriosis.id, hits) == []                          # ... that the rule spares

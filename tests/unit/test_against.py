@@ -93,3 +93,15 @@ def test_two_rules_weigh_twice_and_no_more(table):
     assert by_id["DOID:9778"].score == pytest.approx(0.4)        # one rule, fired by two of its findings
     assert by_id["DOID:8536"].score == pytest.approx(0.3)        # the rash pattern
     assert "all over her body" in by_id["DOID:8536"].demoted
+
+
+def test_an_unless_finding_stops_the_rule_and_kinds_can_be_left_out(table):
+    constipation = Entity(text="constipation", category="symptom", concept_id="HP:0002019")
+    diarrhoea = Entity(text="diarrhoea", category="symptom", concept_id="HP:0002014")
+    ranked = _ranked(("DOID:2326", 0.6), ("DOID:13258", 0.4))   # gastroenteritis, typhoid fever
+    out = table.demote(ranked, Extraction(entities=[constipation]), "", 0.25)
+    assert [c.concept_id for c in out] == ["DOID:13258", "DOID:2326"]
+    assert "without diarrhoea" in out[1].demoted
+    assert table.demote(ranked, Extraction(entities=[constipation, diarrhoea]), "", 0.25) == ranked
+    denied = diarrhoea.model_copy(update={"negated": True})   # "no diarrhoea" does not stop it
+    assert table.demote(ranked, Extraction(entities=[constipation, denied]), "", 0.25)[0].concept_id == "DOID:13258"
