@@ -78,7 +78,7 @@ class RetrievalParams:
     known_condition_factor: float = 1.0  # on a candidate the patient knowingly has (subtypes.demote_known; 1: marked)
     ruled_out_factor: float = 0.1      # on a candidate a stated test result excludes (must_not_miss.demote; 1: marked)
     use_against: bool = True           # findings that argue against a candidate move it down (agents/against.py)
-    against_factor: float = 0.25       # ... its score times this once per rule, at most twice (1: marked only)
+    against_factor: float = 0.1        # ... its score times this once per rule, at most twice (1: marked only)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "RetrievalParams":
@@ -117,7 +117,7 @@ class RetrievalParams:
                    known_condition_factor=getattr(cfg, "known_condition_factor", 1.0),
                    ruled_out_factor=getattr(cfg, "ruled_out_factor", 0.1),
                    use_against=getattr(cfg, "use_against", True),
-                   against_factor=getattr(cfg, "against_factor", 0.25))
+                   against_factor=getattr(cfg, "against_factor", 0.1))
 
 
 _KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
