@@ -63,6 +63,16 @@ def test_a_kind_of_a_listed_disease_is_argued_against(resources):
     assert table.against("DOID:8469", hits) == []                                            # influenza
 
 
+def test_a_fever_argues_against_the_trigeminal_autonomic_cephalalgias(resources):
+    text = "A throbbing headache on one side with a watery eye, and a temperature of 39.2 C."
+    table = resources.against
+    hits = table.fired(resources.mee.extract(text), text)
+    for name in ("paroxysmal hemicrania", "SUNCT syndrome", "cluster headache"):
+        disease = next(c for c in resources.kg.lookup(name) if c.category == "disease")
+        assert [h.spec.id for h in table.against(disease.id, hits)] == ["fever-primary-headache"], name
+    assert table.against("DOID:11476", hits) == []   # osteoporosis: not a headache
+
+
 def test_fever_moves_allergic_rhinitis_down_and_says_why(resources):
     params = RetrievalParams.from_config(PipelineConfig())
     ex = resources.mee.extract(CASE)
