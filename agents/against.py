@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .curated import NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts, \
-    union_pattern
+    same_as, union_pattern, with_ancestors
 from .types import Candidate, Extraction
 
 log = logging.getLogger(__name__)
@@ -122,18 +122,13 @@ class AgainstFindings:
         return table
 
     def _closure(self, cid: str) -> set[str]:
-        return {cid, *self.kg.equivalents(cid)} if self.kg is not None else {cid}
+        return same_as(self.kg, cid)
 
     def _keys(self, cid: str, depth: int) -> frozenset[str]:
         """``cid``, its cross-references and their is_a ancestors up to ``depth`` levels (with cross-references)."""
         key = (cid, depth)
         if key not in self._keys_cache:
-            own = self._closure(cid)
-            keys = set(own)
-            for x in own if self.kg is not None else ():
-                for a in self.kg.ancestors(x, max_depth=depth):
-                    keys |= self._closure(a)
-            self._keys_cache[key] = frozenset(keys)
+            self._keys_cache[key] = with_ancestors(self.kg, cid, depth)
         return self._keys_cache[key]
 
     def fired(self, extraction: Extraction | None, text: str = "") -> list[AgainstHit]:

@@ -99,3 +99,19 @@ def resolve_concepts(kg: Any, refs: Sequence[NamedConcept], where: str, problems
         if kg is None or kg.concept(ref.id) is not None:
             ok.append(ref.id)
     return ok
+
+
+def same_as(kg: Any, cid: str) -> set[str]:
+    """``cid`` and the ids the graph holds as the same concept (its cross-references); ``{cid}`` without a graph."""
+    return {cid, *kg.equivalents(cid)} if kg is not None else {cid}
+
+
+def with_ancestors(kg: Any, cid: str, depth: int) -> frozenset[str]:
+    """``cid``, its cross-references and their is_a ancestors up to ``depth`` levels, each with its cross-references:
+    what a curated row written for a broader concept matches."""
+    own = same_as(kg, cid)
+    keys = set(own)
+    for x in own if kg is not None else ():
+        for a in kg.ancestors(x, max_depth=depth):
+            keys |= same_as(kg, a)
+    return frozenset(keys)

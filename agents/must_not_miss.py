@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 
-from .curated import check_patterns, union_pattern
+from .curated import check_patterns, same_as, union_pattern, with_ancestors
 from .textutil import terms
 from .types import Candidate, DifferentialItem, Entity, Extraction, MustNotMissItem
 
@@ -265,7 +265,7 @@ class MustNotMiss:
         return _Rule(spec, order, groups[0], groups[1], groups[2])
 
     def _closure(self, cid: str) -> set[str]:
-        return {cid, *self.kg.equivalents(cid)}
+        return same_as(self.kg, cid)
 
     def _check_diagnosis(self, rule_id: str, d: DiagnosisSpec) -> None:
         c = self.kg.concept(d.id)
@@ -296,12 +296,7 @@ class MustNotMiss:
     def _keys(self, cid: str, depth: int, cache: dict[str, frozenset[str]]) -> frozenset[str]:
         """``cid``, its cross-references and their is_a ancestors up to ``depth`` levels (with cross-references)."""
         if cid not in cache:
-            own = self._closure(cid)
-            keys = set(own)
-            for x in own:
-                for a in self.kg.ancestors(x, max_depth=depth):
-                    keys |= self._closure(a)
-            cache[cid] = frozenset(keys)
+            cache[cid] = with_ancestors(self.kg, cid, depth)
         return cache[cid]
 
     def check(self, extraction: Extraction | None, differential: Iterable[DifferentialItem] = (),
