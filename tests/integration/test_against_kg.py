@@ -4,6 +4,8 @@ differential.
 - every finding and disease of the table exists in the graph under the name written beside it;
 - the extractor's fever (a word, or a measured temperature) fires the fever rules, "no fever" does not;
 - a kind of a listed disease is argued against too (panic disorder under anxiety disorder), an unrelated one is not;
+- a fever argues against paroxysmal hemicrania, SUNCT syndrome and cluster headache (the trigeminal autonomic
+  cephalalgias), not against an unrelated disease;
 - in the differential of sneezing, a runny nose, itchy eyes and a fever, allergic rhinitis says why it fell and ranks
   no higher than without the table (``use_against=False``, the ``no-against`` ablation), where nothing says "against".
 """
