@@ -7,9 +7,10 @@ profiles, ICD-10-CM chapter, Disease Ontology rare-disease subset, HPO-only stat
 weights.
 
 Model: for the candidates ``i`` of one case, utility ``u_i = sum_j beta_j * z_ij`` where ``z`` are the
-standardised features — two of the fusion (the candidate's fused score relative to the case's best, and the log of
-its fused rank), one of the evidence (the share of the findings it explains, relative to the case's best explainer;
-:data:`EVIDENCE_FEATURES`) and the commonness features of its disease. P(i is the diagnosis | the case's candidates) =
+standardised features — those of the fusion (the candidate's fused score relative to the case's best, the log of
+its fused rank, and optionally where each ranking the fusion combined put it, :data:`RANK_FEATURES`), one of the
+evidence (the share of the findings it explains, relative to the case's best explainer; :data:`EVIDENCE_FEATURES`)
+and the commonness features of its disease. P(i is the diagnosis | the case's candidates) =
 softmax(u)_i. ``beta`` maximises the log-likelihood of the gold candidates of development cases (a case with
 several gold candidates, e.g. two ids of one disease, counts P(any of them)) with an L2 penalty
 (:func:`fit_conditional_logit`, ``benchmarks/fit_prior.py``). The weights, the standardisation and their provenance
@@ -37,12 +38,18 @@ from .types import Candidate
 DATA_FILE = Path(__file__).resolve().parent / "data" / "commonness_prior.json"
 MODEL_FORMAT = 1
 FUSION_FEATURES = ("fusion_score", "fusion_log_rank")
+# where each ranking the fusion combined put the candidate: 1 / (k + rank) per ranking (0: that ranking did not name
+# it), k the fusion's constant. Optional, right after the fusion features and part of the fusion part: with them the
+# fit weighs the KG, text, page, site and sign rankings itself instead of taking the fusion's fixed weights.
+RANKINGS = ("kg", "text", "page", "site", "sign")
+RANK_FEATURES = tuple(f"rr_{r}" for r in RANKINGS)
+RANK_K = 3.0                                    # HKIConfig.fusion_k
 # what the knowledge graph says a candidate explains of this presentation: the share of the presentation's findings
 # it explains relative to the candidate of the case that explains most, and how many findings it expects that the
 # patient does not have (denied, or the opposite present). Optional, after the fusion features; with them they make
 # the case part of the utility (the rest is the commonness part, the "commonness prior" of the explanation).
 EVIDENCE_FEATURES = ("explained_rel", "contradicted")
-CASE_FEATURES = (*FUSION_FEATURES, *EVIDENCE_FEATURES)
+CASE_FEATURES = (*FUSION_FEATURES, *RANK_FEATURES, *EVIDENCE_FEATURES)
 
 
 def fusion_values(candidates: Sequence[Candidate]) -> list[list[float]]:
@@ -55,11 +62,25 @@ def fusion_values(candidates: Sequence[Candidate]) -> list[list[float]]:
     return [[c.score / top, math.log(1 + sum(1 for x in scores if x > c.score))] for c in candidates]
 
 
+def rank_values(candidates: Sequence[Candidate]) -> list[list[float]]:
+    """The rank features of a case's candidates: 1 / (:data:`RANK_K` + rank) in each ranking of
+    :data:`RANKINGS` that named the candidate (``Candidate.ranks``), 0 in the others."""
+    return [[1.0 / (RANK_K + c.ranks[r]) if c.ranks.get(r) else 0.0 for r in RANKINGS] for c in candidates]
+
+
 def evidence_values(candidates: Sequence[Candidate]) -> list[list[float]]:
     """The evidence features of a case's candidates: findings explained / the most any candidate of the case
     explains (0 when none explains any), and the number of findings each expects that the patient does not have."""
     best = max((len(c.matched) for c in candidates), default=0)
     return [[len(c.matched) / best if best else 0.0, float(len(c.contradicted))] for c in candidates]
+
+
+def n_fusion_features(names: Sequence[str]) -> int:
+    """How many of the leading ``names`` make the fusion part (the fusion features, then any rank features)."""
+    n = 0
+    while n < len(names) and names[n] in (*FUSION_FEATURES, *RANK_FEATURES):
+        n += 1
+    return n
 
 
 def n_case_features(names: Sequence[str]) -> int:
@@ -77,7 +98,8 @@ def feature_rows(features: Any, candidates: Sequence[Candidate], names: Sequence
     from knowledge.prior import FEATURES  # noqa: PLC0415
 
     idx = [FEATURES.index(n) if n in FEATURES else None for n in names]
-    case = [[*f, *e] for f, e in zip(fusion_values(candidates), evidence_values(candidates))]
+    case = [[*f, *r, *e] for f, r, e in zip(fusion_values(candidates), rank_values(candidates),
+                                            evidence_values(candidates))]
     out = []
     for c, own in zip(candidates, case):
         v = features.vector(c.concept_id)
@@ -207,6 +229,9 @@ class CommonnessPrior:
         if any(n in EVIDENCE_FEATURES for n in names[n_case_features(names):]):
             raise ValueError(f"commonness prior: the evidence features {list(EVIDENCE_FEATURES)} must follow the "
                              "fusion features")
+        if any(n in RANK_FEATURES for n in names[n_fusion_features(names):]):
+            raise ValueError(f"commonness prior: the rank features {list(RANK_FEATURES)} must follow the fusion "
+                             "features, before the evidence features")
         vec = [np.asarray([float(data[k][n]) for n in names]) for k in ("weights", "mean", "scale")]
         if np.any(vec[2] <= 0):
             raise ValueError("commonness prior: every scale must be positive")
@@ -246,7 +271,7 @@ class CommonnessPrior:
         feature."""
         z = (self.rows(candidates) - self.mean) / self.scale
         contrib = z * self.weights
-        nfus, nf = len(FUSION_FEATURES), n_case_features(self.names)
+        nfus, nf = n_fusion_features(self.names), n_case_features(self.names)
         return (contrib[:, :nfus].sum(axis=1), contrib[:, nfus:nf].sum(axis=1), contrib[:, nf:].sum(axis=1),
                 contrib[:, nf:])
 

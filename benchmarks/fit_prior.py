@@ -4,10 +4,11 @@ For every case of the chosen datasets' ``--split`` half (``clinicalrag.bench.dat
 pipeline's candidate stage runs as a benchmark run would (intake normalisation, MEE, HKI retrieval and rank fusion
 without an LLM, the prior off) with a pool of ``--pool`` fused candidates. The gold diagnosis is linked to KG
 concepts by the benchmark's own matcher (strict: the gold concept or an equivalent). A conditional logit (softmax
-over each case's candidates) over the fusion features and the commonness features (``knowledge/prior.py``) is fitted
-so that the gold candidates get the highest probability; the L2 penalty (commonness weights only) is chosen by
-5-fold cross-validation on the same cases unless given. Cases whose gold is not among the candidates carry no
-information and are left out of the fit (they are counted).
+over each case's candidates) over the fusion features (the fused score and rank, and where each ranking put the
+candidate), the evidence feature and the commonness features (``knowledge/prior.py``) is fitted so that the gold
+candidates get the highest probability; the L2 penalty (on the commonness weights; on every weight with
+``--penalise all``) is chosen by cross-validation (leave one dataset out) unless given. Cases whose gold is not among
+the candidates carry no information and are left out of the fit (they are counted).
 
 The weights, the feature standardisation and the provenance (datasets, split, cases, date, code and KG versions,
 feature list, the fit's own numbers) go to ``--out`` (default ``agents/data/commonness_prior.json``, which the
@@ -51,7 +52,11 @@ L2_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 # "contradicted" (findings a candidate expects that the patient does not have): fitted with a small *positive*
 # weight (it marks diseases the KG describes richly, not a reason for them) and left out; the share of the
 # findings explained (explained_rel) is kept: leave-one-dataset-out NLL 2.096 without it, 2.078 with it (dev halves)
-DEFAULT_DROP = "icd_ch,contradicted"
+# "rr_" (where each ranking put the candidate, agents/prior.RANK_FEATURES): fitted with them (2026-12-03, every
+# weight penalised, L2 1.0 by leave-one-dataset-out NLL) the bench's test halves moved DDXPlus top-1 +5.1 and top-5
+# -2.5 points, MedQA top-1 +3.0, Symptom2Disease within one text, a hand-written case lost its first place; a refit
+# without them did not beat the packaged weights either (docs/results.md); '--drop icd_ch,contradicted' fits them
+DEFAULT_DROP = "icd_ch,contradicted,rr_"
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "agents" / "data" / "commonness_prior.json"
 
 log = logging.getLogger("fit_prior")
@@ -113,7 +118,7 @@ def collect(res: Any, dataset: str, split: str, limit: int | None, seed: int, po
         rows.append(CaseRows(
             dataset=dataset, case_id=case.id, label=case.label,
             candidates=[{"concept_id": c.concept_id, "name": c.name, "score": c.score, "matched": list(c.matched),
-                         "contradicted": list(c.contradicted)} for c in cands],
+                         "contradicted": list(c.contradicted), "ranks": dict(c.ranks)} for c in cands],
             gold=[j for j, c in enumerate(cands) if matcher.closure([c.concept_id]) & gold],
             linked=bool(gold_ids)))
         if progress and (i % 25 == 0 or i == len(ds.cases)):
@@ -142,6 +147,7 @@ def standardise(xs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit(xs: list[np.ndarray], golds: list[list[int]], l2: float, n_fusion: int):
+    """``n_fusion``: how many leading features go unpenalised (0: the penalty shrinks every weight)."""
     from agents.prior import fit_conditional_logit  # noqa: PLC0415
 
     penalise = [False] * n_fusion + [True] * (xs[0].shape[1] - n_fusion)
@@ -240,7 +246,7 @@ def command(args: argparse.Namespace) -> str:
     if args.limit is not None:
         parts.append(f"--limit {args.limit}")
     parts += [f"--seed {args.seed}", f"--pool {args.pool}", f"--l2 {args.l2}",
-              f"--cv {args.cv}", f"--drop '{args.drop}'"]
+              f"--cv {args.cv}", f"--drop '{args.drop}'", f"--penalise {args.penalise}"]
     if args.eval_split:
         parts.append(f"--eval-split {args.eval_split}" + (f" --eval-limit {args.eval_limit}"
                                                           if args.eval_limit is not None else ""))
@@ -264,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drop", default=DEFAULT_DROP,
                     help="comma-separated prefixes of evidence or commonness features to leave out ('' keeps all; "
                          "default: %(default)s)")
+    ap.add_argument("--penalise", choices=("commonness", "all"), default="commonness",
+                    help="the weights the L2 penalty shrinks: the commonness ones, or every weight, the case "
+                         "features' too (default: %(default)s)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="weights JSON (default: agents/data/...)")
     ap.add_argument("--eval-split", choices=("dev", "test"), default=None,
                     help="also measure the re-ranking on this half (not fitted on)")
@@ -275,12 +284,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
-    from agents.prior import EVIDENCE_FEATURES, FUSION_FEATURES, MODEL_FORMAT, n_case_features  # noqa: PLC0415
+    from agents.prior import (EVIDENCE_FEATURES, FUSION_FEATURES, MODEL_FORMAT, RANK_FEATURES,  # noqa: PLC0415
+                              n_case_features)
     from graph.tracing import code_version  # noqa: PLC0415
     from knowledge.prior import FEATURES, PriorFeatures  # noqa: PLC0415
 
     drop = tuple(x.strip() for x in args.drop.split(",") if x.strip())
-    names = [*FUSION_FEATURES, *(f for f in (*EVIDENCE_FEATURES, *FEATURES) if not (drop and f.startswith(drop)))]
+    names = [*FUSION_FEATURES, *(f for f in (*RANK_FEATURES, *EVIDENCE_FEATURES, *FEATURES)
+                                 if not (drop and f.startswith(drop)))]
     t0 = time.perf_counter()
     res = None
     infos: dict[str, Any] = {}
@@ -338,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     for x in xs:
         x[:, zeroed] = 0.0
     golds = [r.gold for r in rows]
-    n_fusion = n_case_features(names)      # fusion and evidence features: not penalised
+    n_case = n_case_features(names)
+    n_fusion = n_case if args.penalise == "commonness" else 0   # the features the penalty leaves alone
     informative = sum(bool(g) for g in golds)
     if not informative:
         raise SystemExit("no case has its gold diagnosis among the candidates: nothing to fit")
@@ -349,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         l2, cv = float(args.l2), {}
     result = fit(xs, golds, l2, n_fusion)
     # the case features alone (fusion and evidence: what the commonness part is compared with)
-    fusion_only = fit([x[:, :n_fusion] for x in xs], golds, l2, n_fusion)
+    fusion_only = fit([x[:, :n_case] for x in xs], golds, l2, n_fusion)
     beta = result.beta
 
     report: dict[str, Any] = {"dev": evaluate(rows, xs, beta)}
@@ -358,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         report[args.eval_split or "eval"] = evaluate(eval_rows, ex, beta)
         report[f"{args.eval_split}_nll"] = {
             "prior": round(nll(beta, ex, [r.gold for r in eval_rows]), 4),
-            "fusion_only": round(nll(np.concatenate([fusion_only.beta, np.zeros(len(names) - n_fusion)]), ex,
+            "fusion_only": round(nll(np.concatenate([fusion_only.beta, np.zeros(len(names) - n_case)]), ex,
                                      [r.gold for r in eval_rows]), 4)}
 
     doc = {

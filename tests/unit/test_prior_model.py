@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from agents.prior import (DATA_FILE, EVIDENCE_FEATURES, FUSION_FEATURES, CommonnessPrior, _objective,
-                          evidence_values, feature_rows, fit_conditional_logit, fusion_values, n_case_features)
+from agents.prior import (DATA_FILE, EVIDENCE_FEATURES, FUSION_FEATURES, RANK_FEATURES, RANK_K, CommonnessPrior,
+                          _objective, evidence_values, feature_rows, fit_conditional_logit, fusion_values,
+                          n_case_features, n_fusion_features, rank_values)
 from agents.types import Candidate
 from knowledge.prior import FEATURES, PriorFeatures, feature_vector, icd10cm_chapter
 
@@ -181,8 +182,9 @@ def test_a_model_naming_unknown_features_or_without_fusion_features_is_refused()
 def test_the_packaged_weights_load_and_carry_their_provenance():
     data = json.loads(DATA_FILE.read_text(encoding="utf-8"))
     prior = CommonnessPrior.load(TABLE)
-    nf = n_case_features(prior.names)
-    assert prior.names[:2] == list(FUSION_FEATURES) and set(prior.names[2:nf]) <= set(EVIDENCE_FEATURES)
+    nf, nfus = n_case_features(prior.names), n_fusion_features(prior.names)
+    assert prior.names[:2] == list(FUSION_FEATURES) and set(prior.names[2:nfus]) <= set(RANK_FEATURES)
+    assert set(prior.names[nfus:nf]) <= set(EVIDENCE_FEATURES)
     assert set(prior.names[nf:]) <= set(FEATURES)
     prov = data["provenance"]
     assert prov["split"] == "dev"
@@ -276,4 +278,35 @@ def test_evidence_features_must_follow_the_fusion_features():
     doc = {"format": 1, "features": names, "weights": dict.fromkeys(names, 1.0), "mean": dict.fromkeys(names, 0.0),
            "scale": dict.fromkeys(names, 1.0)}
     with pytest.raises(ValueError, match="must follow"):
+        CommonnessPrior.from_dict(doc, TABLE)
+
+
+# ---- rank features -----------------------------------------------------------------------------------------
+
+def test_rank_features_say_where_each_ranking_put_the_candidate():
+    kg_first = Candidate(concept_id="X:kg", name="first in the KG ranking", score=0.25, ranks={"kg": 1, "text": 4})
+    page_first = Candidate(concept_id="X:page", name="first in the page ranking", score=0.25, ranks={"page": 1})
+    signed = Candidate(concept_id="X:sign", name="named by its sign", score=0.2, ranks={"sign": 2, "site": 3})
+    assert RANK_FEATURES == ("rr_kg", "rr_text", "rr_page", "rr_site", "rr_sign")
+    np.testing.assert_allclose(rank_values([kg_first, page_first, signed]), [
+        [1 / (RANK_K + 1), 1 / (RANK_K + 4), 0.0, 0.0, 0.0],
+        [0.0, 0.0, 1 / (RANK_K + 1), 0.0, 0.0],
+        [0.0, 0.0, 0.0, 1 / (RANK_K + 3), 1 / (RANK_K + 2)]])
+    # tied in the fusion, told apart by the weight the fit gives the KG ranking over the page ranking
+    names = [*FUSION_FEATURES, *RANK_FEATURES, "consumer_page"]
+    m = CommonnessPrior.from_dict({
+        "format": 1, "features": names, "provisional": True,
+        "weights": dict(zip(names, [1.0, 0.0, 2.0, 0.0, 0.5, 0.0, 0.0, 0.0])),
+        "mean": dict.fromkeys(names, 0.0), "scale": dict.fromkeys(names, 1.0)}, TABLE)
+    assert (n_fusion_features(m.names), n_case_features(m.names)) == (7, 7)
+    assert [c.concept_id for c in m.rescore([page_first, kg_first])] == ["X:kg", "X:page"]
+    # they are part of the fusion, not of the commonness prior
+    assert m.prior_logits([page_first, kg_first]) == [0.0, 0.0]
+
+
+def test_rank_features_must_come_right_after_the_fusion_features():
+    names = [*FUSION_FEATURES, *EVIDENCE_FEATURES, "rr_kg", "consumer_page"]
+    doc = {"format": 1, "features": names, "weights": dict.fromkeys(names, 1.0), "mean": dict.fromkeys(names, 0.0),
+           "scale": dict.fromkeys(names, 1.0)}
+    with pytest.raises(ValueError, match="rank features"):
         CommonnessPrior.from_dict(doc, TABLE)
