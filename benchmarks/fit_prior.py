@@ -52,11 +52,11 @@ L2_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 # "contradicted" (findings a candidate expects that the patient does not have): fitted with a small *positive*
 # weight (it marks diseases the KG describes richly, not a reason for them) and left out; the share of the
 # findings explained (explained_rel) is kept: leave-one-dataset-out NLL 2.096 without it, 2.078 with it (dev halves)
-# "rr_" (where each ranking put the candidate, agents/prior.RANK_FEATURES): fitted with them (2026-12-03, every
-# weight penalised, L2 1.0 by leave-one-dataset-out NLL) the bench's test halves moved DDXPlus top-1 +5.1 and top-5
-# -2.5 points, MedQA top-1 +3.0, Symptom2Disease within one text, a hand-written case lost its first place; a refit
-# without them did not beat the packaged weights either (docs/results.md); '--drop icd_ch,contradicted' fits them
-DEFAULT_DROP = "icd_ch,contradicted,rr_"
+DEFAULT_DROP = "icd_ch,contradicted"
+# --rank-features (where each ranking put the candidate, agents/prior.RANK_FEATURES) is off by default: fitted with
+# them (2026-12-03, every weight penalised, L2 1.0 by leave-one-dataset-out NLL) the bench's test halves moved DDXPlus
+# top-1 +5.1 and top-5 -2.5 points, MedQA top-1 +3.0, Symptom2Disease within one text, and a hand-written case lost
+# its first place; a refit without them did not beat the packaged weights either (docs/results.md)
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "agents" / "data" / "commonness_prior.json"
 
 log = logging.getLogger("fit_prior")
@@ -246,7 +246,11 @@ def command(args: argparse.Namespace) -> str:
     if args.limit is not None:
         parts.append(f"--limit {args.limit}")
     parts += [f"--seed {args.seed}", f"--pool {args.pool}", f"--l2 {args.l2}",
-              f"--cv {args.cv}", f"--drop '{args.drop}'", f"--penalise {args.penalise}"]
+              f"--cv {args.cv}", f"--drop '{args.drop}'"]
+    if args.rank_features:
+        parts.append("--rank-features")
+    if args.penalise != "commonness":
+        parts.append(f"--penalise {args.penalise}")
     if args.eval_split:
         parts.append(f"--eval-split {args.eval_split}" + (f" --eval-limit {args.eval_limit}"
                                                           if args.eval_limit is not None else ""))
@@ -270,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drop", default=DEFAULT_DROP,
                     help="comma-separated prefixes of evidence or commonness features to leave out ('' keeps all; "
                          "default: %(default)s)")
+    ap.add_argument("--rank-features", action="store_true",
+                    help="also fit where each ranking put the candidate (agents/prior.RANK_FEATURES; off: measured "
+                         "and not kept, docs/results.md)")
     ap.add_argument("--penalise", choices=("commonness", "all"), default="commonness",
                     help="the weights the L2 penalty shrinks: the commonness ones, or every weight, the case "
                          "features' too (default: %(default)s)")
@@ -290,8 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     from knowledge.prior import FEATURES, PriorFeatures  # noqa: PLC0415
 
     drop = tuple(x.strip() for x in args.drop.split(",") if x.strip())
-    names = [*FUSION_FEATURES, *(f for f in (*RANK_FEATURES, *EVIDENCE_FEATURES, *FEATURES)
-                                 if not (drop and f.startswith(drop)))]
+    names = [*FUSION_FEATURES, *(RANK_FEATURES if args.rank_features else ()),
+             *(f for f in (*EVIDENCE_FEATURES, *FEATURES) if not (drop and f.startswith(drop)))]
     t0 = time.perf_counter()
     res = None
     infos: dict[str, Any] = {}
