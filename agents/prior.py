@@ -43,7 +43,7 @@ FUSION_FEATURES = ("fusion_score", "fusion_log_rank")
 # fit weighs the KG, text, page, site and sign rankings itself instead of taking the fusion's fixed weights.
 RANKINGS = ("kg", "text", "page", "site", "sign")
 RANK_FEATURES = tuple(f"rr_{r}" for r in RANKINGS)
-RANK_K = 3.0                                    # HKIConfig.fusion_k
+RANK_K = 3.0     # the fusion's default constant (HKIConfig.fusion_k), fixed so a fitted model's features stay put
 # what the knowledge graph says a candidate explains of this presentation: the share of the presentation's findings
 # it explains relative to the candidate of the case that explains most, and how many findings it expects that the
 # patient does not have (denied, or the opposite present). Optional, after the fusion features; with them they make
@@ -75,20 +75,22 @@ def evidence_values(candidates: Sequence[Candidate]) -> list[list[float]]:
     return [[len(c.matched) / best if best else 0.0, float(len(c.contradicted))] for c in candidates]
 
 
-def n_fusion_features(names: Sequence[str]) -> int:
-    """How many of the leading ``names`` make the fusion part (the fusion features, then any rank features)."""
+def _leading(names: Sequence[str], group: Sequence[str]) -> int:
+    """How many of the leading ``names`` belong to ``group``."""
     n = 0
-    while n < len(names) and names[n] in (*FUSION_FEATURES, *RANK_FEATURES):
+    while n < len(names) and names[n] in group:
         n += 1
     return n
+
+
+def n_fusion_features(names: Sequence[str]) -> int:
+    """How many of the leading ``names`` make the fusion part (the fusion features, then any rank features)."""
+    return _leading(names, (*FUSION_FEATURES, *RANK_FEATURES))
 
 
 def n_case_features(names: Sequence[str]) -> int:
     """How many of the leading ``names`` are case features (fusion, then evidence): the rest is commonness."""
-    n = 0
-    while n < len(names) and names[n] in CASE_FEATURES:
-        n += 1
-    return n
+    return _leading(names, CASE_FEATURES)
 
 
 def feature_rows(features: Any, candidates: Sequence[Candidate], names: Sequence[str]) -> np.ndarray:
