@@ -71,6 +71,9 @@ def test_every_rule_has_a_reason_and_a_citation():
     (["syncope"], 70, "male", {"DOID:9477", "DOID:1712"}),
     (["back pain"], 40, "male", {"DOID:0080685", "DOID:11577", "DOID:11387"}),
     (["sore throat"], 25, None, {"DOID:9398"}),
+    # swollen lips with a throat that feels tight: anaphylaxis
+    (["Swollen lip", "Pharyngeal edema"], 30, None, {"MESH:D000707"}),
+    (["Angioedema", "wheezing"], 30, None, {"MESH:D000707"}),
     # a swollen leg: deep vein thrombosis; with breathlessness, pulmonary embolism as well
     (["leg swelling"], 55, "female", {"MESH:D020246"}),
     (["leg swelling", "dyspnea"], 60, None, {"MESH:D020246", "DOID:9477"}),
