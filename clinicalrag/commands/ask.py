@@ -140,7 +140,7 @@ def render(r: dict) -> str:
         neg = [finding_label(e) for e in ents if e.get("negated")]
         places = ", ".join(f"{p['text']} ({', '.join(g.replace('_', ' ') for g in p.get('regions') or [])})"
                            for p in ex.get("places") or [])
-        course = {"acute": "complaints of days", "chronic": "complaints of months"}.get(ex.get("course") or "", "")
+        course = {"acute": "complaints of two weeks or less", "chronic": "complaints of two months or more"}.get(ex.get("course") or "", "")
         demo = ", ".join(x for x in [f"{ex['age_years']:g} y" if ex.get("age_years") is not None else "",
                                      ex.get("sex") or "", course, f"has been in {places}" if places else ""] if x)
         out.append(f"Findings: {', '.join(pos) or '—'}" + (f" | absent: {', '.join(neg)}" if neg else "")
