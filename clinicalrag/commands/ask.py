@@ -109,6 +109,18 @@ def status_line(status: str) -> str:
     return f"Status: {status}"
 
 
+def _course_words(course: str | None) -> str:
+    """The illness's course as the extractor measured it: "acute" when every duration of the presenting illness is
+    at most ``ACUTE_DAYS``, "chronic" when one is ``CHRONIC_DAYS`` or more (a 40-minute pain is acute, not "days")."""
+    from agents.mee.demographics import ACUTE_DAYS, CHRONIC_DAYS  # noqa: PLC0415
+
+    if course == "acute":
+        return f"complaints of {ACUTE_DAYS / 7:g} weeks or less"
+    if course == "chronic":
+        return f"complaints of {CHRONIC_DAYS / 7:g} weeks or more"
+    return ""
+
+
 def render(r: dict) -> str:
     """A readable answer: status banner, the claims and diagnostic-confidence line, differential, the must-not-miss
     line, verification badges, warnings, references."""
@@ -140,7 +152,7 @@ def render(r: dict) -> str:
         neg = [finding_label(e) for e in ents if e.get("negated")]
         places = ", ".join(f"{p['text']} ({', '.join(g.replace('_', ' ') for g in p.get('regions') or [])})"
                            for p in ex.get("places") or [])
-        course = {"acute": "complaints of two weeks or less", "chronic": "complaints of two months or more"}.get(ex.get("course") or "", "")
+        course = _course_words(ex.get("course"))
         demo = ", ".join(x for x in [f"{ex['age_years']:g} y" if ex.get("age_years") is not None else "",
                                      ex.get("sex") or "", course, f"has been in {places}" if places else ""] if x)
         out.append(f"Findings: {', '.join(pos) or '—'}" + (f" | absent: {', '.join(neg)}" if neg else "")

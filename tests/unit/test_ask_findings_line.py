@@ -35,8 +35,8 @@ def test_the_findings_line_leaves_age_and_sex_to_its_end():
     assert line == "Findings: back (backache) | absent: fever | 62 y, male"
 
 
-@pytest.mark.parametrize("course, tail", [("acute", "62 y, male, complaints of two weeks or less"),
-                                          ("chronic", "62 y, male, complaints of two months or more"), (None, "62 y, male")])
+@pytest.mark.parametrize("course, tail", [("acute", "62 y, male, complaints of 2 weeks or less"),
+                                          ("chronic", "62 y, male, complaints of 8 weeks or more"), (None, "62 y, male")])
 def test_the_findings_line_says_how_long_the_complaints_have_lasted(course, tail):
     from clinicalrag.commands.ask import render
 
