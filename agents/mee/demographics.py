@@ -36,6 +36,57 @@ _AGE_PATTERNS = [
     re.compile(r"\b[MF]\s*[,/]\s*(\d{1,3})\b"),
     re.compile(r"\b(\d{1,3})\s*[,/-]?\s*(?:[MF])\b"),
 ]
+# The presentation opens with the relative the writer speaks for: "My son has a barking cough", "Our 2-year-old
+# daughter ...", "Child of 4 with ...", "A 34-year-old mother of two presents with ...". That relative is the patient:
+# the word is the subject of the illness described, not a family-history cue, and gives the patient's sex.
+_RELATIVE_SEX = {"son": "male", "grandson": "male", "husband": "male", "father": "male", "dad": "male",
+                 "brother": "male", "nephew": "male", "daughter": "female", "granddaughter": "female",
+                 "wife": "female", "mother": "female", "mom": "female", "mum": "female", "sister": "female",
+                 "grandmother": "female", "niece": "female", "grandfather": "male",
+                 "boy": "male", "girl": "female", "child": None, "kid": None, "baby": None, "infant": None,
+                 "toddler": None, "partner": None, "spouse": None}
+_AGE_WORD = r"\d{1,3}(?:\.\d+)?[\s-]*(?:years?|yrs?|months?|mos?|weeks?|wks?|days?)[\s-]*old"
+_INFORMANT_VERB = (r"reports?|reported|says|said|states?|stated|notes?|noted|noticed|brings?|brought|describes?|"
+                   r"described|tells?|told|thinks|thought|is\s+worried|was\s+worried|is\s+concerned")
+_OPENING_RELATIVE = re.compile(
+    # the informant who brings or speaks for the patient: "A mother brings her 3-year-old son ...", "Mother reports
+    # that her son ...", "Parents of a 2-month-old girl report ..."
+    r"^\W*(?P<informant>(?:(?:his|her|the|a|an|my|their|our)\s+)?(?:mother|father|parents?|mom|mum|dad|grandmother|"
+    r"grandfather|caregiver|guardian)\s+(?:(?:" + _INFORMANT_VERB + r")\s+(?:in\s+)?(?:that\s+)?|of\s+))?"
+    # "his/her/their" only after an informant ("His mother has asthma": the patient is "he", the mother family)
+    r"(?:(?:my|our|a|an|the)\s+|(?(informant)(?:his|her|their)\s+))?(?:(?:" + _AGE_WORD + r"|little|baby|infant|newborn|teenage|young|"
+    r"adult|elderly|older|younger|eldest|youngest|oldest)[\s,]+){0,2}(?P<who>" + "|".join(_RELATIVE_SEX) + r")\b"
+    # not the informant ("My wife noticed that I ..."), unless one was named first ("Parents of a girl report ...")
+    r"(?!['’]s)(?(informant)|(?!\s+(?:" + _INFORMANT_VERB + r")\b))", re.I)
+_CHILDREN = frozenset({"son", "daughter", "child", "kid", "grandson", "granddaughter", "boy", "girl", "baby", "infant",
+                       "toddler"})
+_SPOUSES = frozenset({"husband", "wife", "partner", "spouse"})
+# "child of 4", "son aged 6", "my daughter (3)", "my son, 7,", "my daughter is 2 and ...": the age beside the child
+# who opens the text
+_RELATIVE_AGE = re.compile(r"^\s*(?:of|aged?|is|,\s+who\s+is)\s+(\d{1,2})\b(?!\s*(?:children|kids|sons|daughters|"
+                           r"times|days?|weeks?|months?|kg|cm|lbs?|pounds|%|[.,]\d))|^\s*[(,]\s*(\d{1,2})\s*[),]", re.I)
+
+
+# the writer speaks of their own illness: a parent, sibling or grandparent named first is family history ("My mother
+# had breast cancer. I have a lump in my breast.")
+_FIRST_PERSON = re.compile(r"\bI(?:\s+(?:have|had|am|feel|felt|get|got|keep|noticed\s+a)|['’](?:ve|m))\b")
+
+
+def _opening(text: str) -> re.Match | None:
+    m = _OPENING_RELATIVE.search(text)
+    if m and m.group("who").lower() not in _CHILDREN | _SPOUSES and _FIRST_PERSON.search(text):
+        return None
+    return m
+
+
+def opening_relative(text: str) -> tuple[int, int] | None:
+    """The character span of the phrase a presentation opens with that names a relative as its subject ("My son"
+    has ..., "Child" of 4 with ..., "A mother brings her 3-year-old son" to ...), or None. That relative is the patient (see ``_OPENING_RELATIVE``), unless a parent,
+    sibling or grandparent is named first and the writer goes on about their own complaints."""
+    m = _opening(text)
+    return (m.start() + len(m.group(0)) - len(m.group(0).lstrip(" \t\n\"'([-*")), m.end("who")) if m else None
+
+
 _FEMALE = re.compile(r"\b(woman|women|female|girl|lady|gravida|pregnant|she|her|mrs|ms)\b", re.I)
 _MALE = re.compile(r"\b(man|men|male|boy|gentleman|he|his|him|mr)\b", re.I)
 _SEX_LETTER = re.compile(r"(?:\b\d{1,3}\s*(?:yo|y/o|y\.o\.?|yrs?)?\s*[,/-]?\s*([MF])\b|\b([MF])\s*[,/]\s*\d{1,3}\b)")
@@ -77,6 +128,18 @@ def find_age_sex(text: str) -> tuple[float | None, str | None, list[tuple[int, i
             spans.append(m.span())
             break
     sex: str | None = None
+    opening = _opening(text)
+    if opening:
+        who = opening.group("who").lower()
+        extra = _RELATIVE_AGE.search(text[opening.end():]) if who in _CHILDREN else None
+        if age is None and extra:
+            years = float(extra.group(1) or extra.group(2))
+            age = years
+            group = 1 if extra.group(1) else 2
+            spans.append((opening.end() + extra.start(group), opening.end() + extra.end(group)))
+        if _RELATIVE_SEX.get(who):
+            spans.append(opening.span("who"))
+            return age, _RELATIVE_SEX[who], spans
     letter = _SEX_LETTER.search(text)
     strong = [m for m in list(_FEMALE.finditer(text)) + list(_MALE.finditer(text)) if m.group(1).lower() in _STRONG_SEX]
     if strong:
@@ -197,4 +260,4 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
     return None
 
 
-__all__ = ["find_age_sex", "find_durations", "illness_course", "ACUTE_DAYS", "CHRONIC_DAYS"]
+__all__ = ["find_age_sex", "find_durations", "illness_course", "opening_relative", "ACUTE_DAYS", "CHRONIC_DAYS"]

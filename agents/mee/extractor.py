@@ -53,7 +53,7 @@ from agents.prompts import load_prompt
 from agents.types import Category, Entity, Extraction
 from knowledge.text import fold
 
-from .demographics import find_age_sex, find_durations, illness_course
+from .demographics import find_age_sex, find_durations, illness_course, opening_relative
 from .findings import Finding, mask, resolve_overlaps
 from .labs import find_lab_phrases, lab_finding, read_lab_values
 from .lay import find_lay_phrases
@@ -318,6 +318,10 @@ class MEE:
         # ConText's flags, before the sectionizer adds those of the sections (which reach only as far as
         # section_scope_end allows)
         context_flags = {(e.start, e.end): _context_flags(e) for e in doc.ents}
+        # the relative a presentation opens with is the patient ("My son has ...", "Child of 4 with ...")
+        subject = None
+        if (opening := opening_relative(text)) is not None:
+            subject = doc.char_span(*opening, alignment_mode="expand")
         section_attrs: dict[str, dict[str, Any]] = {}
         if "medspacy_sectionizer" in pipeline:
             doc = pipeline["medspacy_sectionizer"](doc)
@@ -333,6 +337,8 @@ class MEE:
             if _misread(doc, ent):
                 continue                        # "eyes opening to pain", "a pale, white retina"
             flags = dict(context_flags.get((ent.start, ent.end), {}))
+            if flags.get("is_family") and subject is not None and _family_cue_is(ent, subject):
+                flags["is_family"] = False      # "My son has a cough": the son is the patient
             section = _section_of(doc, ent, section_attrs, flags)
             family = flags.get("is_family", False)
             # a relative's condition is not the patient's past history
@@ -635,6 +641,13 @@ def _is_the_exception(doc, ent) -> bool:
     except (AttributeError, ValueError):
         start = max(0, ent.start_char - 80)
     return bool(_EXCEPTION_BEFORE.search(doc.text[start:ent.start_char]))
+
+
+def _family_cue_is(ent, subject) -> bool:
+    """Every family cue ConText found for the entity is the word ``subject`` (a span of the same doc)."""
+    cues = [m for m in getattr(ent._, "modifiers", ()) or () if str(m.category).upper() == "FAMILY"]
+    return bool(cues) and all(subject.start <= m.modifier_span[0] and m.modifier_span[1] <= subject.end
+                              for m in cues)
 
 
 def _context_flags(ent) -> dict[str, bool]:

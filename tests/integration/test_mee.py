@@ -97,6 +97,10 @@ def test_durations(text, days):
     ("45-year-old woman", 45, "female"), ("45 yo M with chest pain", 45, "male"),
     ("a 3-month-old boy with fever", 0.25, "male"), ("F, 62, dizziness", 62, "female"),
     ("male aged 70 with cough", 70, "male"), ("patient with fever", None, None),
+    # the relative the text opens with is the patient: "child of 4", "my son, 7," and the relative's sex
+    ("Child of 4 with a barking cough", 4, None), ("My son, 7, has a rash", 7, "male"),
+    ("Mother reports that her son has a fever", None, "male"), ("A mother brings her 3-year-old son", 3, "male"),
+    ("My wife noticed that I snore", None, None), ("mother of 4 with cough", None, "female"),
 ])
 def test_age_and_sex(text, age, sex):
     got_age, got_sex, _ = find_age_sex(text)

@@ -29,6 +29,8 @@ VOCAB = [
     Vocab("SYMP:0000576", "chest pain", "symptom"),
     Vocab("SYMP:0000614", "cough", "symptom"),
     Vocab("SYMP:0000604", "wheezing", "symptom"),
+    Vocab("HP:0033121", "Barking cough", "phenotype"),
+    Vocab("SYMP:0000513", "stridor", "symptom"),
     Vocab("SYMP:0000292", "heart failure", "symptom"),
     Vocab("HP:0012251", "ST segment elevation", "phenotype"),
     Vocab("HP:0001513", "Obesity", "phenotype"),
@@ -138,6 +140,35 @@ def test_a_relative_who_tells_the_story_is_no_family_history(text, mee):
     found = {e.concept_name: e for e in ex.entities if e.category != "demographic"}
     assert {"Auditory hallucination", "fever"} <= set(found), sorted(found)
     assert not any(e.family for e in found.values()), [(e.text, e.family) for e in found.values()]
+
+
+@pytest.mark.parametrize("text", [
+    "Child of 4 with a barking cough and stridor since last night.",
+    "My son has a barking cough and stridor since last night.",
+    "A mother brings her 3-year-old son because of a barking cough and stridor.",
+    "Parents of a 2-year-old girl report that she has a barking cough and stridor.",
+    "Mother reports that her daughter has a barking cough and stridor.",
+])
+def test_the_relative_a_presentation_opens_with_is_the_patient(text, mee):
+    """A parent speaking for a child, or a clinician's "Child of 4 with ...": the child is the patient, so the
+    findings are theirs, not family history (a relative cue of medspaCy's default rules would make them so)."""
+    ex = mee.extract(text)
+    found = {e.concept_name: e for e in ex.entities if e.category != "demographic"}
+    assert {"Barking cough", "stridor"} <= set(found), sorted(found)
+    assert not any(e.family for e in found.values()), [(e.text, e.family) for e in found.values()]
+
+
+@pytest.mark.parametrize("text,relative_disease", [
+    ("My son has a barking cough. His father has asthma.", "DOID:2841"),
+    ("My mother had asthma. I have wheezing and a cough.", "DOID:2841"),
+])
+def test_other_relatives_stay_family_history_after_a_patient_relative(text, relative_disease, mee):
+    """Only the opening relative is the patient: another relative's disease, or a parent's before the writer's own
+    complaints ("I have ..."), stays family history."""
+    ex = mee.extract(text)
+    [disease] = by_concept(ex, relative_disease)
+    assert disease.family
+    assert not any(e.family for e in ex.entities if e.category == "symptom")
 
 
 def test_a_relatives_own_disease_stays_family_history(mee):
