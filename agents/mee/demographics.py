@@ -54,8 +54,9 @@ _OPENING_RELATIVE = re.compile(
     r"^\W*(?P<informant>(?:(?:his|her|the|a|an|my|their|our)\s+)?(?:mother|father|parents?|mom|mum|dad|grandmother|"
     r"grandfather|caregiver|guardian)\s+(?:(?:" + _INFORMANT_VERB + r")\s+(?:in\s+)?(?:that\s+)?|of\s+))?"
     # "his/her/their" only after an informant ("His mother has asthma": the patient is "he", the mother family)
-    r"(?:(?:my|our|a|an|the)\s+|(?(informant)(?:his|her|their)\s+))?(?:(?:" + _AGE_WORD + r"|little|baby|infant|newborn|teenage|young|"
-    r"adult|elderly|older|younger|eldest|youngest|oldest)[\s,]+){0,2}(?P<who>" + "|".join(_RELATIVE_SEX) + r")\b"
+    r"(?:(?:my|our|a|an|the)\s+|(?(informant)(?:his|her|their)\s+))?"
+    r"(?:(?:" + _AGE_WORD + r"|little|baby|infant|newborn|teenage|young|adult|elderly|older|younger|eldest|youngest|"
+    r"oldest)[\s,]+){0,2}(?P<who>" + "|".join(_RELATIVE_SEX) + r")\b"
     # not the informant ("My wife noticed that I ..."), unless one was named first ("Parents of a girl report ...")
     r"(?!['’]s)(?(informant)|(?!\s+(?:" + _INFORMANT_VERB + r")\b))", re.I)
 _CHILDREN = frozenset({"son", "daughter", "child", "kid", "grandson", "granddaughter", "boy", "girl", "baby", "infant",
@@ -81,8 +82,9 @@ def _opening(text: str) -> re.Match | None:
 
 def opening_relative(text: str) -> tuple[int, int] | None:
     """The character span of the phrase a presentation opens with that names a relative as its subject ("My son"
-    has ..., "Child" of 4 with ..., "A mother brings her 3-year-old son" to ...), or None. That relative is the patient (see ``_OPENING_RELATIVE``), unless a parent,
-    sibling or grandparent is named first and the writer goes on about their own complaints."""
+    has ..., "Child" of 4 with ..., "A mother brings her 3-year-old son" to ...), or None. That relative is the
+    patient (see ``_OPENING_RELATIVE``), unless a parent, sibling or grandparent is named first and the writer goes on
+    about their own complaints."""
     m = _opening(text)
     return (m.start() + len(m.group(0)) - len(m.group(0).lstrip(" \t\n\"'([-*")), m.end("who")) if m else None
 
@@ -133,9 +135,8 @@ def find_age_sex(text: str) -> tuple[float | None, str | None, list[tuple[int, i
         who = opening.group("who").lower()
         extra = _RELATIVE_AGE.search(text[opening.end():]) if who in _CHILDREN else None
         if age is None and extra:
-            years = float(extra.group(1) or extra.group(2))
-            age = years
             group = 1 if extra.group(1) else 2
+            age = float(extra.group(group))
             spans.append((opening.end() + extra.start(group), opening.end() + extra.end(group)))
         if _RELATIVE_SEX.get(who):
             spans.append(opening.span("who"))

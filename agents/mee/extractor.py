@@ -644,7 +644,8 @@ def _is_the_exception(doc, ent) -> bool:
 
 
 def _family_cue_is(ent, subject) -> bool:
-    """Every family cue ConText found for the entity is the word ``subject`` (a span of the same doc)."""
+    """Every family cue ConText found for the entity lies in ``subject``, the opening phrase that names the patient
+    (a span of the same doc)."""
     cues = [m for m in getattr(ent._, "modifiers", ()) or () if str(m.category).upper() == "FAMILY"]
     return bool(cues) and all(subject.start <= m.modifier_span[0] and m.modifier_span[1] <= subject.end
                               for m in cues)

@@ -36,6 +36,18 @@ def test_one_disease_under_another_title(kg, title, org, expected):
     assert names(kg, title, org) == [expected]
 
 
+@pytest.mark.parametrize("title,expected", [
+    ("Ear Infections", "otitis media"), ("Yeast Infections", "candidiasis"), ("Tinea Infections", "dermatophytosis"),
+    ("Diabetes Type 1", "type 1 diabetes mellitus"), ("Collapsed Lung", "pneumothorax"),
+    ("Tooth Decay", "dental caries"),
+])
+def test_a_consumer_page_under_an_everyday_name_is_about_its_disease(kg, title, expected):
+    """MedlinePlus titles a page with the everyday name (the graph's clinical names table holds it): the page, its
+    prior fact and its mined edges belong to the disease, as a clinician saying "ear infection" means otitis media."""
+    assert names(kg, title, "MPlusHealthTopics") == [expected]
+    assert [c.name for c in kg.lookup(title, categories=("disease",))][:1] == [expected]
+
+
 def test_a_consumer_page_about_two_diseases_belongs_to_both(kg):
     assert "diverticulitis" in names(kg, "Diverticulosis and Diverticulitis", "MPlusHealthTopics")
     assert names(kg, "Meningitis and Encephalitis", "NINDS") == ["meningitis", "encephalitis"]
