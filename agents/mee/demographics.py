@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 
+from agents.nlp import INFORMANT_RELATIVES, INFORMANT_VERBS
 from agents.types import Duration
 
 _NUM_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -46,13 +47,18 @@ _RELATIVE_SEX = {"son": "male", "grandson": "male", "husband": "male", "father":
                  "boy": "male", "girl": "female", "child": None, "kid": None, "baby": None, "infant": None,
                  "toddler": None, "partner": None, "spouse": None}
 _AGE_WORD = r"\d{1,3}(?:\.\d+)?[\s-]*(?:years?|yrs?|months?|mos?|weeks?|wks?|days?)[\s-]*old"
-_INFORMANT_VERB = (r"reports?|reported|says|said|states?|stated|notes?|noted|noticed|brings?|brought|describes?|"
-                   r"described|tells?|told|thinks|thought|is\s+worried|was\s+worried|is\s+concerned")
+# the informant's words are ConText's (agents.nlp), with the forms an opening needs besides ("Parents ... report",
+# "Mom says", "is worried")
+_INFORMANT_VERB = "|".join(v.replace(" ", r"\s+") for v in sorted(
+    {*INFORMANT_VERBS, "report", "bring", "state", "note", "describe", "tell", "tells", "told", "think", "thought",
+     "is worried", "was worried", "is concerned"}, key=lambda v: (-len(v), v)))
+_INFORMANT = "|".join(sorted({*INFORMANT_RELATIVES, "mom", "mum", "dad", "caregiver", "guardian"},
+                             key=lambda v: (-len(v), v)))
 _OPENING_RELATIVE = re.compile(
     # the informant who brings or speaks for the patient: "A mother brings her 3-year-old son ...", "Mother reports
     # that her son ...", "Parents of a 2-month-old girl report ..."
-    r"^\W*(?P<informant>(?:(?:his|her|the|a|an|my|their|our)\s+)?(?:mother|father|parents?|mom|mum|dad|grandmother|"
-    r"grandfather|caregiver|guardian)\s+(?:(?:" + _INFORMANT_VERB + r")\s+(?:in\s+)?(?:that\s+)?|of\s+))?"
+    r"^\W*(?P<informant>(?:(?:his|her|the|a|an|my|their|our)\s+)?(?:" + _INFORMANT + r")\s+"
+    r"(?:(?:" + _INFORMANT_VERB + r")\s+(?:in\s+)?(?:that\s+)?|of\s+))?"
     # "his/her/their" only after an informant ("His mother has asthma": the patient is "he", the mother family)
     r"(?:(?:my|our|a|an|the)\s+|(?(informant)(?:his|her|their)\s+))?"
     r"(?:(?:" + _AGE_WORD + r"|little|baby|infant|newborn|teenage|young|adult|elderly|older|younger|eldest|youngest|"
