@@ -18,8 +18,9 @@ symptoms in one sentence of it):
    Keep your heart and blood vessels healthy", "Treatment Methods for Kidney Failure"): it lists the signs of
    complications (a heart attack's), not how the disease presents.
 2. **Which sentences.** The answer is split into sentences with character offsets into ``Document.text`` (list
-   items are sentences, also when a flattened list joins them with " - "; a leading bullet is not part of the
-   span). Skipped: question headings ("What are the
+   items are sentences, also when a flattened list joins them with " - " or has lost its bullets: lines without
+   closing punctuation after a line ending in ":" or stopping mid-sentence ("... a family history of"); a leading
+   bullet is not part of the span). Skipped: question headings ("What are the
    symptoms of X?"), section headings (a short title-cased line without punctuation) and, on GARD pages, the
    Human Phenotype Ontology table and its boilerplate (a copy of HPO's annotations, which the graph has already).
 3. **Which findings.** The extractor (:class:`agents.mee.MEE`, one instance, warmed once) reads every sentence.
@@ -29,7 +30,10 @@ symptoms in one sentence of it):
    ("if", "when", "whether", "check for", ...) and no risk wording ("risk", "chance", "more likely": a risk
    factor is no finding), no comparison ("similar to", "mimics") and no other disease (one that is not the page's
    disease, an equivalent, an ancestor or a near descendant: "The symptoms of carpal tunnel syndrome include ..."
-   on an amyloidosis page); a list item whose lead-in sentence names another disease is skipped too. On causes,
+   on an amyloidosis page); a list item is skipped too when its lead-in names another disease (one it does not
+   merely compare with), refers back to one ("... symptoms of a stroke. These symptoms may include:"), speaks of
+   risk or of relatives, and so is a sentence referring back to another disease ("As the disease gets worse ..."
+   after "... you may develop chronic kidney disease"). On causes,
    tests and general pages only sentences that speak of findings count ("symptoms", "signs"; for tests also
    "shows", "reveals", "indicates", ...), and the items of a list such a sentence leads into: the others name
    causes, risk factors, procedures, treatments and their side effects.
@@ -64,7 +68,7 @@ from .textutil import is_question, name_stems, sentences, signs_of_another
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-8"
+MINER_VERSION = "miner-9"
 # "definition": the NCI Thesaurus definitions the knowledge graph keeps for its diseases (read as short documents)
 QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
@@ -100,6 +104,12 @@ _SENTENCE_CUES = {
                                   r"detects?|detected|indicates?|indicated)\b", re.I),
 }
 _LIST_SEPARATOR = re.compile(r"\s-\s")
+# a line that stops mid-sentence ("... for children with a family history of") leads into the list below it
+_OPEN_END = re.compile(r"\b(?:of|with|for|to|as|include|includes|including|are|is|and|or)$", re.I)
+# a list's lead-in about relatives' diseases (like one with risk wording) makes its items no findings
+_FAMILY_LEAD = re.compile(r"\b(?:family history|relatives?)\b", re.I)
+# a sentence that speaks of a disease named before it ("These symptoms ...", "As the disease gets worse ...")
+_REFERS_BACK = re.compile(r"^(?:these|those|such)\b|\b(?:the|this|that) (?:disease|condition|disorder|illness)\b", re.I)
 # a sentence "ending" in one of these abbreviations goes on ("(e.g. urinary retention)")
 _ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|Dr|St)\.|\b[A-Za-z]\.)$")
 # a linked "disease" with more descendants than this is a category ("disease", "kidney disease"), not the page's topic
@@ -289,6 +299,7 @@ class Miner:
         m = _HPO_TABLE.search(text)
         end_of_prose = m.start() if m else len(text)
         out = []
+        in_list = False                  # the previous line led into a list (ends with ':') or was one of its lines
         for a0, b0 in _merge_abbreviations(text, sentences(text[:end_of_prose])):
             pieces = [(a0, b0)]
             seps = list(_LIST_SEPARATOR.finditer(text, a0, b0))
@@ -305,9 +316,17 @@ class Miner:
                     continue
                 s = text[a:b]
                 if is_question(s) or _QUESTION_HEADING.match(s):
+                    in_list = False
                     continue
+                # a list that lost its bullets: lines without closing punctuation after a line ending in ':'
+                # ("Confusion" there is an item, not a heading)
+                bare = _is_bare_line(text, a, b)
+                open_end = bare and bool(_OPEN_END.search(s))
+                item = item or (in_list and bare and not open_end)
                 if not item and _is_heading(text, a, b):
+                    in_list = False
                     continue
+                in_list = item or open_end or s.endswith(":")
                 out.append((a, b, item))
         return out
 
@@ -451,27 +470,36 @@ class Miner:
             own_words = self.own_words(doc, ids)
             lead_other = False           # the sentence that leads into a list names another disease
             lead_cue = False             # ... speaks of findings ("Symptoms include:"): its items do too
+            last_named_other = False     # the previous sentence named other diseases and not the page's
             for a, b, item in self.sentence_spans(text):
                 stats["sentences"] += 1
                 sent = text[a:b]
+                low = sent.lower()
                 ents = [e for e in self.mee.extract(sent).entities if e.category != "demographic" and e.start >= 0]
                 others = [(e.start, e.end) for e in ents
                           if e.concept_id and self._cat.get(e.concept_id) == "disease" and e.concept_id not in topic]
+                own = [(m.start(), m.end()) for name in names for m in re.finditer(re.escape(name), low)]
+                own_at = [x for x, _ in own] + [e.start for e in ents if e.concept_id in topic]
+                # "These symptoms may include:" after "... you may have symptoms of a stroke", "As the disease gets
+                # worse it can cause ..." after "... you may develop chronic kidney disease": the other disease's
+                refers_back = not others and not own_at and last_named_other and bool(_REFERS_BACK.search(sent))
                 if not item:
-                    lead_other = bool(others)
+                    # ("... similar to those of natural menopause:" compares: its items are the page's disease's)
+                    lead_other = (bool(others) and not _COMPARISON.search(sent)) or refers_back or \
+                        bool(_RISK.search(sent) or _FAMILY_LEAD.search(sent))
                     lead_cue = cue is not None and bool(cue.search(sent))
+                # what the next sentence may refer back to: other diseases only, not the page's own
+                last_named_other = bool(others) and not own_at
                 if cue is not None and not cue.search(sent) and not (item and lead_cue):
                     stats["sentences_without_cue"] += 1
                     continue
-                if signs_of_another(sent, own_words) is not None:
+                if signs_of_another(sent, own_words) is not None or (refers_back and not item):
                     stats["sentences_about_another_condition"] += 1
                     continue
-                low = sent.lower()
-                own = [(m.start(), m.end()) for name in names for m in re.finditer(re.escape(name), low)]
                 for ent in ents:
                     why = self.reject_reason(sent, ent, ids, others, own)
                     if why is None and item and lead_other:
-                        why = "another disease in the list's lead-in"
+                        why = "the list's lead-in: another disease, a risk, a relative"
                     if why is not None:
                         rejected[why] += 1
                         continue
@@ -528,6 +556,11 @@ def _merge_abbreviations(text: str, spans: list[tuple[int, int]]) -> list[tuple[
         else:
             out.append((a, b))
     return out
+
+
+def _is_bare_line(text: str, a: int, b: int) -> bool:
+    """A whole line without closing punctuation ("Sudden weakness"): a list item when a lead-in precedes it."""
+    return text[b - 1] not in ".!?:;" and (a == 0 or text[a - 1] == "\n") and (b == len(text) or text[b] == "\n")
 
 
 def _is_heading(text: str, a: int, b: int) -> bool:

@@ -121,6 +121,34 @@ def test_the_signs_of_another_condition_are_not_the_pages_disease(miner):
     assert [e for e in miner.mine([page]).edges if e.sentence == gall]
 
 
+ATHEROSCLEROSIS = "DOID:1936"
+
+
+def test_a_list_that_lost_its_bullets_belongs_to_the_disease_its_lead_in_refers_to(miner):
+    """The atherosclerosis page tells what each narrowed artery leads to: "... you may have symptoms of a stroke.
+    These symptoms may include:" followed by one symptom per line, and "... you may develop chronic kidney disease
+    ... As the disease gets worse it can cause tiredness ...". Those lines are the stroke's and the kidney disease's,
+    not atherosclerosis's; the angina of its coronary arteries stays its own. A lead-in with risk wording ("They are
+    also at higher risk for:") makes no findings of its items; one that compares ("Later symptoms may be similar to
+    those of natural menopause:") keeps them the page's."""
+    [athero] = [d for d in iter_documents(organisations=["NHLBI"]) if d.doc_id == "NHLBI_0000012-5"]
+    assert "These symptoms may include:\n\nSudden weakness" in athero.text
+    spans = {athero.text[a:b]: item for a, b, item in Miner.sentence_spans(athero.text)}
+    assert spans["Sudden weakness"] and spans["Confusion"] and spans["Loss of consciousness"]   # items, not headings
+    assert not spans["These symptoms may include:"]
+    found = {e.finding_name.lower() for e in miner.mine([athero]).edges if e.disease == ATHEROSCLEROSIS}
+    assert "dyspepsia" in found or "chest pain" in found or "pain" in found, sorted(found)
+    assert not found & {"dizziness", "headache", "loss of balance", "weakness", "syncope", "nausea",
+                        "concentration difficulty", "loss of appetite"}, sorted(found)
+    [sickle] = [d for d in iter_documents(organisations=["NHLBI"]) if d.doc_id == "NHLBI_0000117-5"]
+    assert "They are also at higher risk for:\n\nMiscarriages" in sickle.text
+    assert not [e for e in miner.mine([sickle]).edges if e.sentence in ("Miscarriages", "Premature births")]
+    [pof] = [d for d in iter_documents(organisations=["MPlusHealthTopics"])
+             if d.doc_id == "MPlusHealthTopics_0000742-1"]
+    assert "similar to those of natural menopause:\n- Hot flashes" in pof.text
+    assert {"Hot flashes", "Night sweats"} <= {e.sentence for e in miner.mine([pof]).edges}
+
+
 def test_the_cli_writes_a_valid_file_that_loads_over_the_graph(kg, tmp_path, capsys):
     out = tmp_path / "mined.jsonl"
     assert main(["kg", "mine", "--organisations", "NHLBI", "--limit", "25", "--out", str(out), "--json",
