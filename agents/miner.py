@@ -566,12 +566,8 @@ def _is_bare_line(text: str, a: int, b: int) -> bool:
 def _is_heading(text: str, a: int, b: int) -> bool:
     """A section heading: a whole short line, no closing punctuation, its longer words capitalised
     ("Adrenal Crisis", "Signs and Symptoms")."""
-    if text[b - 1] in ".!?:;,)":
-        return False
-    line_start = a == 0 or text[a - 1] == "\n"
-    line_end = b == len(text) or text[b] == "\n"
     words = _TITLE_WORD.findall(text[a:b])
-    if not (line_start and line_end) or not words or len(words) > 8:
+    if text[b - 1] in ",)" or not _is_bare_line(text, a, b) or not words or len(words) > 8:
         return False
     return all(w[0].isupper() for w in words if len(w) >= 4)
 
