@@ -68,7 +68,7 @@ from .textutil import is_question, name_stems, sentences, signs_of_another
 log = logging.getLogger(__name__)
 
 # Bump when a change to the miner changes its output: `clinicalrag kg build` mines again when the file's differs.
-MINER_VERSION = "miner-9"
+MINER_VERSION = "miner-10"
 # "definition": the NCI Thesaurus definitions the knowledge graph keeps for its diseases (read as short documents)
 QUESTION_TYPES = ("symptoms", "causes", "exams and tests", "information", "definition")
 # which page's sentence an edge cites when several support it
@@ -108,8 +108,10 @@ _LIST_SEPARATOR = re.compile(r"\s-\s")
 _OPEN_END = re.compile(r"\b(?:of|with|for|to|as|include|includes|including|are|is|and|or)$", re.I)
 # a list's lead-in about relatives' diseases (like one with risk wording) makes its items no findings
 _FAMILY_LEAD = re.compile(r"\b(?:family history|relatives?)\b", re.I)
-# a sentence that speaks of a disease named before it ("These symptoms ...", "As the disease gets worse ...")
-_REFERS_BACK = re.compile(r"^(?:these|those|such)\b|\b(?:the|this|that) (?:disease|condition|disorder|illness)\b", re.I)
+# a sentence that speaks of the symptoms of a disease named just before it ("These symptoms may include:", "As the
+# disease gets worse it can cause ..."); "this condition", "these features", "such cases" on a page about one disease
+# mean the page's own disease even after a sentence that named another, so they do not refer back
+_REFERS_BACK = re.compile(r"^(?:these|those) (?:symptoms|signs)\b|^as the disease (?:gets|becomes|grows) worse\b", re.I)
 # a sentence "ending" in one of these abbreviations goes on ("(e.g. urinary retention)")
 _ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|approx|cf|Dr|St)\.|\b[A-Za-z]\.)$")
 # a linked "disease" with more descendants than this is a category ("disease", "kidney disease"), not the page's topic

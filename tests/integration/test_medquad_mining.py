@@ -149,6 +149,21 @@ def test_a_list_that_lost_its_bullets_belongs_to_the_disease_its_lead_in_refers_
     assert {"Hot flashes", "Night sweats"} <= {e.sentence for e in miner.mine([pof]).edges}
 
 
+WILSON_DISEASE = "DOID:893"
+
+
+def test_these_features_after_another_disease_are_still_the_page_s_own(miner):
+    """On a page about one disease, "these features" and "this condition" mean that disease even when the sentence
+    before named another: Wilson disease's GARD page says its patients develop signs of chronic liver disease, then
+    "These features may include jaundice; ... fatigue". Only "These symptoms" / "As the disease gets worse" refer
+    back to the other disease."""
+    [wilson] = [d for d in iter_documents(organisations=["GARD"]) if d.doc_id == "GARD_0006449-2"]
+    assert "chronic liver disease in their teenaged years or early twenties. These features may include jaundice" \
+        in wilson.text
+    found = {e.finding_name.lower() for e in miner.mine([wilson]).edges if e.disease == WILSON_DISEASE}
+    assert {"jaundice", "fatigue"} <= found, sorted(found)
+
+
 def test_the_cli_writes_a_valid_file_that_loads_over_the_graph(kg, tmp_path, capsys):
     out = tmp_path / "mined.jsonl"
     assert main(["kg", "mine", "--organisations", "NHLBI", "--limit", "25", "--out", str(out), "--json",
