@@ -12,7 +12,9 @@ fever" presents with fever; ``child_discount`` per level) and, for positive find
 disease annotated with "Abdominal pain" partly explains "Epigastric pain"; ``parent_discount``) up to ``parent_depth``
 levels. A disease that is
 itself xref-equivalent to the finding (HP "Gastroesophageal reflux" = DO "gastroesophageal reflux disease") is
-matched through that xref edge with strength ``equivalent_disease``.
+matched through that xref edge with strength ``equivalent_disease``; a disease xref-equivalent to a narrower term
+("Increased blood pressure" -> HP "Hypertension" = DO hypertension) at that strength times the narrower-term
+discount and ``narrower_disease``.
 
 **Edge strength** in (0, 1] of a disease -> finding edge (has_symptom / has_phenotype), per asserting source:
 
@@ -129,6 +131,12 @@ class RankerConfig:
                                           # was small (0.45), and again among 0.45, 0.6, 0.75, 0.9 with its 1,388
                                           # entries (2026-11-29): docs/cardinal-findings.md)
     equivalent_disease: float = 0.9       # the finding is xref-equivalent to the disease itself
+    # a narrower term of the finding is xref-equivalent to a disease ("Increased blood pressure" -> HP "Hypertension"
+    # = DO hypertension): that disease is matched at equivalent_disease * child_discount ** k * this share (0: off).
+    # 0, 0.5 and 1 tried on the dev halves (2026-12-04): the same top-1/3/5 on all four sets but one Symptom2Disease
+    # text (a dry-winter rash: exanthem, a narrower term of rash, took psoriasis's fifth place); 1 kept for the
+    # raised blood pressure that otherwise leaves hypertension out of a headache-and-dizziness differential
+    narrower_disease: float = 1.0
     child_discount: float = 0.8
     child_depth: int = 1
     parent_discount: float = 0.4
@@ -169,7 +177,7 @@ class RankerConfig:
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hpo_max", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
                     "other_strength", "mined_strength", "cardinal_strength", "equivalent_disease", "child_discount",
-                    "child_depth", "parent_discount", "parent_depth", "source_agreement")
+                    "child_depth", "parent_discount", "parent_depth", "source_agreement", "narrower_disease")
 
     def index_key(self) -> tuple:
         return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
@@ -386,15 +394,21 @@ class _KGIndex:
         parents), equivalents included, the k-th step at ``discount`` ** k; a concept already in ``out`` keeps its
         first entry."""
         frontier, disc = start, 1.0
+        diseases = how == "narrower" and self.cfg.narrower_disease > 0
         for _ in range(max(0, depth)):
             disc *= discount
             nxt: list[str] = []
             for n in frontier:
                 for m in sorted(step.get(n, ())):
                     for e in sorted(self.equivalents(m)):
-                        if e not in out and self.category.get(e) in FINDING_CATEGORIES:
+                        if e in out:
+                            continue
+                        if self.category.get(e) in FINDING_CATEGORIES:
                             out[e] = (disc, how)
                             nxt.append(e)
+                        elif diseases and self.category.get(e) == "disease":
+                            # a narrower term that is a disease: matched, not walked further
+                            out[e] = (disc * self.cfg.narrower_disease, how)
             frontier = nxt
 
     def profile(self, cid: str, with_parents: bool) -> dict[str, tuple[float, tuple[EdgeInfo, ...]]]:
@@ -404,8 +418,16 @@ class _KGIndex:
         if hit is not None:
             return hit
         acc: dict[str, list[EdgeInfo]] = defaultdict(list)
-        for node, disc, how in self.expansion(cid, with_parents):
+        expansion = self.expansion(cid, with_parents)
+        for node, disc, how in expansion:
             if self.category.get(node) == "disease":
+                if how == "narrower":
+                    # a narrower term of the finding is this disease: cite that term's xref edge
+                    src = next((x for x, _, h in expansion if h == "narrower" and node in self.xref.get(x, ())), cid)
+                    acc[self.canon.get(node, node)].append(
+                        (self.cfg.equivalent_disease * disc, f"{src}|xref|{node}", "a narrower term names the disease",
+                         "narrower"))
+                    continue
                 # the finding is (equivalent to) this disease: cite the xref edge that links them
                 src = cid if node in self.xref.get(cid, ()) else next(
                     (x for x in sorted(self.equivalents(cid)) if node in self.xref.get(x, ())), cid)
@@ -852,6 +874,9 @@ class KGRanker:
                 obj = tid.rsplit("|", 1)[-1]
                 if how in ("self", "equivalent"):
                     tag = lab
+                elif how == "narrower" and "|xref|" in tid:
+                    term = tid.split("|", 1)[0]
+                    tag = f"its narrower term {names.get(term, term)} is this disease"
                 elif how in ("narrower", "broader"):
                     tag = f"{lab}, {how}: {names.get(obj, obj)}"
                 else:

@@ -545,3 +545,23 @@ def test_a_condition_the_patient_is_known_to_have_says_so_and_can_be_weighed_dow
     assert [c.concept_id for c in out] == [dka.id, t1.id, t2.id, dm.id] and out[1].score == 0.45
     assert demote_known(ranked, {}, kg, factor=0.5) == ranked
 
+
+
+def test_a_narrower_term_that_is_a_disease_speaks_for_that_disease(kg, ranker):
+    """A blood pressure of 182/108 reads as HPO "Increased blood pressure"; its narrower term "Hypertension" is
+    xref-equivalent to DO hypertension, which is matched through that xref triple at the narrower-term discount
+    (``narrower_disease`` 0 turns it off) and says so in its explanation."""
+    from dataclasses import replace
+
+    raised, hypertension = "HP:0032263", "DOID:10763"
+    assert raised in kg.graph and hypertension in kg.graph
+    cfg = ranker.config
+    edges = ranker.index.profile(raised, True)[hypertension][1]
+    xref = [e for e in edges if e[1].endswith(f"|xref|{hypertension}")]
+    assert xref and xref[0][3] == "narrower"
+    assert xref[0][0] == pytest.approx(cfg.equivalent_disease * cfg.child_discount * cfg.narrower_disease)
+    off = KGRanker(kg, replace(cfg, narrower_disease=0.0)).index.profile(raised, True)
+    assert not [e for e in off.get(hypertension, (0, ()))[1] if "|xref|" in e[1]]
+    bp = Entity(text="BP 182/108", category="symptom", concept_id=raised)
+    cand = next(c for c in ranker.rank([bp], [], k=50) if c.concept_id == hypertension)
+    assert "narrower term Hypertension is this disease" in cand.explanation, cand.explanation
