@@ -152,9 +152,10 @@ class _Found:
 
 def miner_version() -> str:
     """The miner's version with a fingerprint of what its extractor reads by (the lexicon version, the context cues,
-    the test-result and everyday-words phrase tables, the modules that read them, the demographics reader): editing
+    the test-result and everyday-words phrase tables, the modules that read them, the demographics reader, the
+    extractor itself): editing
     a phrase table, its reader or a cue changes what is mined, so `clinicalrag kg build` mines again."""
-    from .mee import demographics, labs, lay  # noqa: PLC0415
+    from .mee import demographics, extractor, labs, lay  # noqa: PLC0415
     from .mee.labs import PHRASE_TABLE  # noqa: PLC0415
     from .mee.lay import LAY_TABLE  # noqa: PLC0415
     from .mee.lexicon import LEXICON_VERSION  # noqa: PLC0415
@@ -166,9 +167,10 @@ def miner_version() -> str:
                    INFORMANT_VERBS)).encode())
     from . import nlp  # noqa: PLC0415
 
-    # (demographics: the relative a text opens with is its subject, not a family-history cue)
+    # (demographics: the relative a text opens with is its subject, not a family-history cue; extractor: how far a
+    # denial reaches)
     for table in (PHRASE_TABLE, LAY_TABLE, Path(labs.__file__), Path(lay.__file__), Path(nlp.__file__),
-                  Path(demographics.__file__)):
+                  Path(demographics.__file__), Path(extractor.__file__)):
         h.update(table.read_bytes())
     return f"{MINER_VERSION}+x{h.hexdigest()[:8]}"
 

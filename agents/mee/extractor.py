@@ -353,8 +353,9 @@ class MEE:
             if concept is not None:
                 category = CATEGORY_MAP.get(concept.category, category)
             negated = flags.get("is_negated", False) or bool(meta.get("llm_negated") and meta.get("origin") == "llm")
-            if negated and _is_the_exception(doc, ent):
-                negated = False                 # "other than the rash, the review of systems is negative"
+            if negated and (_is_the_exception(doc, ent) or _opens_a_new_clause(doc, ent)):
+                negated = False                 # "other than the rash, the review of systems is negative";
+                                                # "I'm not hungry, and swallowing is difficult"
             start, end = ent.start_char, ent.end_char
             found = meta.get("finding")
             if found is not None:
@@ -641,6 +642,39 @@ def _is_the_exception(doc, ent) -> bool:
     except (AttributeError, ValueError):
         start = max(0, ent.start_char - 80)
     return bool(_EXCEPTION_BEFORE.search(doc.text[start:ent.start_char]))
+
+
+# a finding that opens a clause of its own after a denial ("I'm not in the mood to eat, and swallowing is difficult";
+# "no nausea, but vomiting has started"): a joiner before it, a verb after it
+_JOINER_BEFORE = re.compile(r"(?:,|\b(?:and|but|while|although|though|yet))\s*(?:(?:and|but)\s+)?(?:(?:the|a|an)\s+)?$",
+                            re.I)
+_VERB_AFTER = re.compile(r"^\s*(?:is|are|was|were|has|have|had|feels?|felt|seems?|seemed|gets?|got|becomes?|became|"
+                         r"keeps?|kept|hurts?|hurt|started|starts|began|begins)\b", re.I)
+# the rest of the clause after the entity, and a denial or an ending in it ("dyspnoea is not present", "cough has
+# resolved"): the denial before the joiner then stands
+_CLAUSE_REST = re.compile(r"[^.,;:!?\n]*")
+_DENIAL = re.compile(r"\b(?:not|no|never|none|nothing|absent|negative|denie[sd]|without|resolved|gone|stopped|"
+                     r"subsided|cleared|disappeared|went\s+away)\b|n't\b", re.I)
+
+
+def _opens_a_new_clause(doc, ent) -> bool:
+    """The negated entity is the subject of a new clause after its denial: every negation cue ConText found for it
+    comes before it, a joiner ("and", "but", a comma) stands between the last cue and the entity, and a verb
+    follows the entity's head word ("swallowing is difficult" read as one finding counts too)."""
+    cues = [m for m in getattr(ent._, "modifiers", ()) or () if str(m.category).upper() == "NEGATED_EXISTENCE"]
+    if not cues or any(m.modifier_span[0] >= ent.start for m in cues):
+        return False
+    last = max(m.modifier_span[1] for m in cues)
+    if last > ent.start or not _JOINER_BEFORE.search(doc.text[doc[last].idx if last < len(doc) else len(doc.text):
+                                                               ent.start_char]):
+        return False
+    # the verb right after the entity's first word (inside a multi-word finding) or right after the entity, and no
+    # denial of its own in the rest of the clause ("and dyspnoea is not present")
+    first = doc[ent.start]
+    rest = _CLAUSE_REST.match(doc.text[ent.end_char:]).group(0)
+    if _DENIAL.search(doc.text[first.idx + len(first.text):ent.end_char] + rest):
+        return False
+    return bool(_VERB_AFTER.search(doc.text[first.idx + len(first.text):ent.end_char]) or _VERB_AFTER.search(rest))
 
 
 def _family_cue_is(ent, subject) -> bool:

@@ -105,6 +105,11 @@ def _assert_readings(mee, text, positive, negated):
     ("I just don't have any energy and my throat has been really itchy.", {"Pruritus"}, set()),
     ("It is hard to move without becoming stiff due to my swollen joints.", {"Joint swelling"}, set()),
     ("No fever, chills, or cough.", set(), {"fever", "chills", "cough"}),
+    # a finding that opens its own clause after the denial is there, unless that clause denies or ends it too
+    ("I'm not in the mood to eat, and swallowing is difficult.", {"loss of appetite", "dysphagia"}, set()),
+    ("No nausea, but vomiting has started.", {"vomiting"}, {"nausea"}),
+    ("He denies chest pain, and dyspnea is not present.", set(), {"chest pain", "dyspnea"}),
+    ("Denies fever, and cough has resolved.", set(), {"fever", "cough"}),
     ("She cannot recall any fever.", set(), {"fever"}),
     ("She cannot walk without help because of pain.", {"pain"}, set()),
 ])
