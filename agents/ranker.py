@@ -134,8 +134,8 @@ class RankerConfig:
     # a narrower term of the finding is xref-equivalent to a disease ("Increased blood pressure" -> HP "Hypertension"
     # = DO hypertension): that disease is matched at equivalent_disease * child_discount ** k * this share (0: off).
     # 0, 0.5 and 1 tried on the dev halves (2026-12-04): the same top-1/3/5 on all four sets but one Symptom2Disease
-    # text (a dry-winter rash: exanthem, a narrower term of rash, took psoriasis's fifth place); 1 kept for the
-    # raised blood pressure that otherwise leaves hypertension out of a headache-and-dizziness differential
+    # text (a dry-winter rash: exanthem, a narrower term of rash, took psoriasis's fifth place). 1 kept: a headache,
+    # dizziness and BP 182/108 has hypertension 5th-6th among its candidates (6th at 0.5; none at 0)
     narrower_disease: float = 1.0
     child_discount: float = 0.8
     child_depth: int = 1

@@ -36,6 +36,8 @@ _AGE_PATTERNS = [
     re.compile(r"\b(?:aged?|age:?)\s*(\d{1,3})\b", re.I),
     re.compile(r"\b[MF]\s*[,/]\s*(\d{1,3})\b"),
     re.compile(r"\b(\d{1,3})\s*[,/-]?\s*(?:[MF])\b"),
+    # a patient who gives an age in words of their own ("I am 67 and smoked", "I'm 45.", "she is 3, and ...")
+    re.compile(r"\b(?:I(?:'m|\s+am)|(?:he|she)(?:'s|\s+is))\s+(\d{1,3})(?=\s*(?:[,.;)]|and\b|years?\b|$))", re.I),
 ]
 # The presentation opens with the relative the writer speaks for: "My son has a barking cough", "Our 2-year-old
 # daughter ...", "Child of 4 with ...", "A 34-year-old mother of two presents with ...". That relative is the patient:

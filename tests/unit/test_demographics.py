@@ -19,6 +19,10 @@ from agents.types import Entity
     ("The man's wife says he is confused", None, "male"),      # the first strong word wins over pronouns
     ("His mother, a woman of 80", None, "female"),              # "woman" is strong; "his" is not
     ("250-year-old tree", None, None),                          # impossible ages are ignored
+    ("Food sticks when I swallow. I am 67 and smoked for 40 years.", 67, None),   # an age in the patient's words
+    ("I'm 45, and my knees hurt", 45, None),
+    ("She is 3. She has a rash", 3, "female"),
+    ("I am 5 days into a cough", None, None),                   # a number that is no age
 ])
 def test_age_and_sex(text, age, sex):
     got_age, got_sex, _ = find_age_sex(text)
