@@ -664,17 +664,14 @@ def _opens_a_new_clause(doc, ent) -> bool:
     cues = [m for m in getattr(ent._, "modifiers", ()) or () if str(m.category).upper() == "NEGATED_EXISTENCE"]
     if not cues or any(m.modifier_span[0] >= ent.start for m in cues):
         return False
-    last = max(m.modifier_span[1] for m in cues)
-    if last > ent.start or not _JOINER_BEFORE.search(doc.text[doc[last].idx if last < len(doc) else len(doc.text):
-                                                               ent.start_char]):
+    last = min(max(m.modifier_span[1] for m in cues), ent.start)    # (a cue reaching into the entity: no joiner)
+    if not _JOINER_BEFORE.search(doc.text[doc[last].idx:ent.start_char]):
         return False
     # the verb right after the entity's first word (inside a multi-word finding) or right after the entity, and no
     # denial of its own in the rest of the clause ("and dyspnoea is not present")
-    first = doc[ent.start]
+    inside = doc.text[doc[ent.start].idx + len(doc[ent.start].text):ent.end_char]
     rest = _CLAUSE_REST.match(doc.text[ent.end_char:]).group(0)
-    if _DENIAL.search(doc.text[first.idx + len(first.text):ent.end_char] + rest):
-        return False
-    return bool(_VERB_AFTER.search(doc.text[first.idx + len(first.text):ent.end_char]) or _VERB_AFTER.search(rest))
+    return not _DENIAL.search(inside + rest) and bool(_VERB_AFTER.search(inside) or _VERB_AFTER.search(rest))
 
 
 def _family_cue_is(ent, subject) -> bool:
