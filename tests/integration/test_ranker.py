@@ -546,7 +546,6 @@ def test_a_condition_the_patient_is_known_to_have_says_so_and_can_be_weighed_dow
     assert demote_known(ranked, {}, kg, factor=0.5) == ranked
 
 
-
 def test_a_narrower_term_that_is_a_disease_speaks_for_that_disease(kg, ranker):
     """A blood pressure of 182/108 reads as HPO "Increased blood pressure"; its narrower term "Hypertension" is
     xref-equivalent to DO hypertension, which is matched through that xref triple at the narrower-term discount
