@@ -108,6 +108,10 @@ from knowledge.kg.mined import SOURCE as MINED_SOURCE
 
 FINDING_RELATIONS = ("has_symptom", "has_phenotype")
 FINDING_CATEGORIES = ("symptom", "phenotype")
+# words that grade a finding without changing its kind (not "acute", "chronic", "recurrent", "intermittent": a course
+# or pattern tells diseases apart; not "high": "high blood pressure" is not a degree of "blood pressure")
+DEGREE_WORDS = ("mild", "moderate", "severe", "slight", "extreme", "intense", "low-grade", "low grade")
+_DEGREE = re.compile(r"(?:%s) (.+)$" % "|".join(re.escape(w) for w in DEGREE_WORDS))
 # Entity categories (agents.types.Category) that are findings for the ranker
 FINDING_ENTITY_CATEGORIES = ("symptom", "test", "anatomy")
 
@@ -173,6 +177,11 @@ class RankerConfig:
     drop_broader: bool = False             # a finding broader than another present one ("pain" beside "left lower
                                            # quadrant pain") is not counted again (KGRanker.most_specific)
     broader_depth: int = 4                 # how far up the finding hierarchy "broader" is looked for
+    # a present finding that is only a degree of its broader term ("mild fever", "severe headache", "extreme fatigue":
+    # a parent named as the child without its degree word) is matched as that broader term: a mild fever is a fever,
+    # and a disease whose fever no source grades is not the weaker for it (off: matched as itself, the plain term at
+    # parent_discount)
+    degree_as_plain: bool = True
 
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hpo_max", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",
@@ -339,6 +348,26 @@ class _KGIndex:
         parts = [x for x in parts if x[0] > 0.0]    # a source weighted 0 asserts nothing (the no-mined ablation)
         label = ", ".join(lab for _, lab, _ in parts)
         return _combine((p for p, _, _ in parts), cfg.source_agreement), label, {k for _, _, k in parts} & kinds
+
+    # -- degrees of a finding ------------------------------------------------------------------------------------
+    def plain_term(self, cid: str) -> str:
+        """The broader finding ``cid`` is a degree of ("fever" for "mild fever": a parent whose name is ``cid``'s
+        without its leading degree word, :data:`DEGREE_WORDS`), else ``cid``; computed once per index."""
+        table = self.__dict__.get("_plain")
+        if table is None:
+            table = {}
+            for c, cat in self.category.items():
+                if cat not in FINDING_CATEGORIES:
+                    continue
+                m = _DEGREE.match(self.names.get(c, "").lower())
+                if not m or any(self.category.get(e) == "disease" for e in self.equivalents(c)):
+                    continue    # not graded, or a named entity ("Severe combined immunodeficiency")
+                for p in sorted(self.parents.get(c, ())):
+                    if self.category.get(p) in FINDING_CATEGORIES and self.names.get(p, "").lower() == m.group(1):
+                        table[c] = p
+                        break
+            self.__dict__["_plain"] = table
+        return table.get(cid, cid)
 
     # -- opposite findings ----------------------------------------------------------------------------------------
     def opposites(self, cid: str) -> set[str]:
@@ -695,6 +724,8 @@ class KGRanker:
         neg = [c for c in self._ids(negated) if c in cat and c not in pos]
         pos = [c for c in pos if cat[c] in FINDING_CATEGORIES or cat[c] == "disease"]
         neg = [c for c in neg if cat[c] in FINDING_CATEGORIES]
+        if cfg.degree_as_plain:
+            pos = list(dict.fromkeys(idx.plain_term(c) for c in pos))
         if cfg.drop_broader:
             pos = self.most_specific(pos)
         if not pos:

@@ -564,3 +564,27 @@ def test_a_narrower_term_that_is_a_disease_speaks_for_that_disease(kg, ranker):
     bp = Entity(text="BP 182/108", category="symptom", concept_id=raised)
     cand = next(c for c in ranker.rank([bp], [], k=50) if c.concept_id == hypertension)
     assert "narrower term Hypertension is this disease" in cand.explanation, cand.explanation
+
+
+def test_a_graded_finding_is_matched_as_its_plain_term(kg, ranker):
+    """"mild fever" is a degree of "fever": it is matched as fever, so a disease whose sources say only "fever"
+    (chickenpox) scores as one whose mined sentence said "mild fever" does, through its narrower term; with
+    ``degree_as_plain`` off the plain fever counts at the broader-term discount only. A course word ("chronic
+    cough") and a named entity ("Severe combined immunodeficiency") are not degrees."""
+    from dataclasses import replace
+
+    idx = ranker.index
+    mild, fever, chickenpox = "SYMP:0000881", "SYMP:0000613", "DOID:8659"
+    assert idx.plain_term(mild) == fever
+    assert idx.plain_term("SYMP:0000130") == "SYMP:0000504"      # severe headache -> headache
+    assert idx.plain_term("SYMP:0000686") == "SYMP:0000686"      # chronic cough stays
+    assert idx.plain_term("HP:0004430") == "HP:0004430"          # severe combined immunodeficiency stays
+    rash = Entity(text="red spots", category="symptom", concept_id="SYMP:0000487")
+    ent = Entity(text="mild fever", category="symptom", concept_id=mild)
+    on = ranker.scores([rash, ent])
+    off = KGRanker(kg, replace(ranker.config, degree_as_plain=False)).scores([rash, ent])
+    plain = ranker.scores([rash, Entity(text="fever", category="symptom", concept_id=fever)])
+    assert on[chickenpox] == pytest.approx(plain[chickenpox])
+    assert on[chickenpox] > 1.5 * off[chickenpox]
+    cand = next(c for c in ranker.rank([rash, ent], [], k=100) if c.concept_id == chickenpox)
+    assert "fever" in cand.explanation
