@@ -230,7 +230,9 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
     just before it, joined by "for", "since" or "of" ("type 2 diabetes for 15 years"). "N years ago" dates an
     event, not an illness, unless its clause says something began then ("the cough began 3 weeks ago"). A duration of
     ``CHRONIC_DAYS`` or more in a clause that adds a complaint beside the presenting one ("she also says she has
-    suffered from mild constipation for the past few years") is its background, not this illness's course."""
+    suffered from mild constipation for the past few years") is its background, not this illness's course. A
+    course of days with weight lost (a present weight-loss finding among ``entities``) is not called acute: the
+    weight says the illness is older than the complaint dated."""
     kept: list[float] = []
     for d in durations:
         if d.start < 0:
@@ -265,8 +267,22 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
     if max(kept) >= CHRONIC_DAYS:
         return "chronic"
     if max(kept) <= ACUTE_DAYS:
+        # weight lost is the mark of an illness older than its stated complaint ("two weeks of dysphagia, lost 4 kg"):
+        # the course is then not called acute
+        if any(_present(e) and (getattr(e, "concept_name", "") or "").lower() in _WEIGHT_LOST
+               for e in entities or ()):
+            return None
         return "acute"
     return None
+
+
+# the findings that say weight has been lost over time (their names in the knowledge graph)
+_WEIGHT_LOST = frozenset({"weight loss", "cachexia", "abnormal weight loss", "unintentional weight loss"})
+
+
+def _present(e: object) -> bool:
+    """A finding the patient has now: not denied, not past history, not a relative's, not hypothetical."""
+    return not any(getattr(e, f, False) for f in ("negated", "historical", "family", "hypothetical"))
 
 
 __all__ = ["find_age_sex", "find_durations", "illness_course", "opening_relative", "ACUTE_DAYS", "CHRONIC_DAYS"]

@@ -105,3 +105,20 @@ def test_a_duration_that_dates_a_disease_of_the_history_is_not_the_illness():
     ents = [Entity(text=w, category="symptom", start=text.index(w), end=text.index(w) + len(w))
             for w in ("cough", "fever")]
     assert illness_course(text, find_durations(text), ents) == "chronic"
+
+
+def test_weight_lost_means_the_illness_is_not_acute():
+    """Two weeks of dysphagia with 4 kg lost: the weight says the illness is older than the complaint dated, so the
+    course is not called acute (no course); a denied or past weight loss leaves it acute."""
+    text = "For two weeks swallowing has become hard, and I have lost 4 kg."
+
+    def ents(**flags):
+        return [Entity(text="swallowing has become hard", category="symptom", concept_name="dysphagia",
+                       start=text.index("swallowing"), end=text.index("swallowing") + 26),
+                Entity(text="lost 4 kg", category="symptom", concept_name="weight loss",
+                       start=text.index("lost 4 kg"), end=text.index("lost 4 kg") + 9, **flags)]
+
+    assert illness_course(text, find_durations(text), ents()) is None
+    assert illness_course(text, find_durations(text), ents(negated=True)) == "acute"
+    assert illness_course(text, find_durations(text), ents(historical=True)) == "acute"
+    assert illness_course(text, find_durations(text), ents()[:1]) == "acute"
