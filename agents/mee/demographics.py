@@ -220,6 +220,15 @@ _ONSET = re.compile(r"\b(?:began|begun|begin|beginning|start\w*|onset|develop\w*
                     r"since)\b", re.I)
 
 
+# the findings that say weight has been lost over time (their names in the knowledge graph)
+_WEIGHT_LOST = frozenset({"weight loss", "cachexia", "abnormal weight loss", "unintentional weight loss"})
+
+
+def _present(e: object) -> bool:
+    """A finding the patient has now: not denied, not past history, not a relative's, not hypothetical."""
+    return not any(getattr(e, f, False) for f in ("negated", "historical", "family", "hypothetical"))
+
+
 def illness_course(text: str, durations: list[Duration], entities: list | None = None) -> str | None:
     """"acute" when every duration of the presenting illness is ``ACUTE_DAYS`` or less, "chronic" when one is
     ``CHRONIC_DAYS`` or more, else None (no duration said, or only ones in between). A duration is left out when the
@@ -274,15 +283,6 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
             return None
         return "acute"
     return None
-
-
-# the findings that say weight has been lost over time (their names in the knowledge graph)
-_WEIGHT_LOST = frozenset({"weight loss", "cachexia", "abnormal weight loss", "unintentional weight loss"})
-
-
-def _present(e: object) -> bool:
-    """A finding the patient has now: not denied, not past history, not a relative's, not hypothetical."""
-    return not any(getattr(e, f, False) for f in ("negated", "historical", "family", "hypothetical"))
 
 
 __all__ = ["find_age_sex", "find_durations", "illness_course", "opening_relative", "ACUTE_DAYS", "CHRONIC_DAYS"]
