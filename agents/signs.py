@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .curated import NamedConcept, check_patterns, clean_text, read_curated, resolve_concepts, union_pattern
+from .mee.vitals import read_vitals
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +52,30 @@ class SignsError(ValueError):
     """The sign file cannot be read or does not follow the format."""
 
 
+class VitalRange(BaseModel):
+    """A measured vital sign as a sign: the reading the vital-sign reader (:func:`agents.mee.vitals.read_vitals`)
+    finds for ``analyte``, at or above ``min`` (its value: the systolic pressure) or ``min2`` (its second value: the
+    diastolic pressure)."""
+    model_config = ConfigDict(extra="forbid")
+
+    analyte: str
+    min: float | None = None
+    min2: float | None = None
+
+    def holds(self, reading: Any) -> bool:
+        return reading.analyte == self.analyte and (
+            (self.min is not None and reading.value >= self.min)
+            or (self.min2 is not None and reading.value2 is not None and reading.value2 >= self.min2))
+
+
 class SignSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
     sign: str
-    patterns: list[str] = Field(min_length=1)
+    patterns: list[str] = Field(default_factory=list)
+    # ... or, instead of patterns, a measured vital sign in a range (a blood pressure in the severe range)
+    vital: VitalRange | None = None
     diagnoses: list[NamedConcept] = Field(min_length=1)
     citation: str
     # the sign counts only beside one of these, stated and not denied anywhere in the presentation: pain behind the
@@ -64,6 +83,12 @@ class SignSpec(BaseModel):
     with_any: list[str] = Field(default_factory=list)
 
     _clean = field_validator("sign", "citation")(classmethod(lambda cls, v: clean_text(v)))
+
+    @model_validator(mode="after")
+    def _stated_somehow(self) -> SignSpec:
+        if not self.patterns and self.vital is None:
+            raise ValueError(f"sign {self.id}: needs patterns or a vital range")
+        return self
 
 
 class SignFile(BaseModel):
@@ -113,7 +138,8 @@ class ClassicSigns:
         self.kg = kg
         self.signs = list(signs)
         self.problems: list[str] = []
-        self._patterns = [(s, union_pattern(s.patterns)) for s in self.signs]
+        self._patterns = [(s, union_pattern(s.patterns)) for s in self.signs if s.patterns]
+        self._vitals = [s for s in self.signs if s.vital is not None]
         self._with = {s.id: union_pattern(s.with_any) for s in self.signs if s.with_any}
         self._diagnoses: dict[str, list[str]] = {}
         for s in self.signs:
@@ -142,6 +168,12 @@ class ClassicSigns:
                     seen.add(spec.id)
                     out.append(SignMention(spec, m.start(), m.end(), m.group(0)))
                 break
+        readings = read_vitals(text or "") if self._vitals else []
+        for spec in self._vitals:
+            r = next((r for r in readings if spec.vital.holds(r)), None)
+            if r is not None and spec.id not in seen:
+                seen.add(spec.id)
+                out.append(SignMention(spec, r.start, r.end, r.text))
         return sorted(out, key=lambda x: x.start)
 
     def rank(self, text: str, k: int = 10) -> list[SignHit]:

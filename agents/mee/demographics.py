@@ -224,11 +224,6 @@ _ONSET = re.compile(r"\b(?:began|begun|begin|beginning|start\w*|onset|develop\w*
 _WEIGHT_LOST = frozenset({"weight loss", "cachexia", "abnormal weight loss", "unintentional weight loss"})
 
 
-def _present(e: object) -> bool:
-    """A finding the patient has now: not denied, not past history, not a relative's, not hypothetical."""
-    return not any(getattr(e, f, False) for f in ("negated", "historical", "family", "hypothetical"))
-
-
 def illness_course(text: str, durations: list[Duration], entities: list | None = None) -> str | None:
     """"acute" when every duration of the presenting illness is ``ACUTE_DAYS`` or less, "chronic" when one is
     ``CHRONIC_DAYS`` or more, else None (no duration said, or only ones in between). A duration is left out when the
@@ -278,8 +273,7 @@ def illness_course(text: str, durations: list[Duration], entities: list | None =
     if max(kept) <= ACUTE_DAYS:
         # weight lost is the mark of an illness older than its stated complaint ("two weeks of dysphagia, lost 4 kg"):
         # the course is then not called acute
-        if any(_present(e) and (getattr(e, "concept_name", "") or "").lower() in _WEIGHT_LOST
-               for e in entities or ()):
+        if any(e.current and (e.concept_name or "").lower() in _WEIGHT_LOST for e in entities or ()):
             return None
         return "acute"
     return None

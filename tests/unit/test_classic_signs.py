@@ -32,6 +32,10 @@ def test_the_table_is_well_formed(tmp_path):
                    "diagnoses: [{id: 'DOID:1', name: n}], citation: c}\n")
     with pytest.raises(SignsError, match="does not compile"):
         load_signs(bad)
+    silent = tmp_path / "silent.yaml"      # neither patterns nor a vital range: nothing could state it
+    silent.write_text("version: 1\nsigns:\n  - {id: x, sign: s, diagnoses: [{id: 'DOID:1', name: n}], citation: c}\n")
+    with pytest.raises(SignsError, match="needs patterns or a vital range"):
+        load_signs(silent)
 
 
 @pytest.mark.parametrize("text, sign", [
