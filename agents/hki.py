@@ -58,6 +58,7 @@ class RetrievalParams:
     use_opposites: bool = True         # opposite findings count against a disease (knowledge/kg/opposites.py)
     drop_broader: bool = False         # the KG ranking leaves out a finding broader than another present one
     degree_as_plain: bool = False      # ... matches a graded finding ("mild fever") as its plain term (RankerConfig)
+    related_discount: float | None = None  # ... matches a related finding (fatigue for malaise) at this discount
     use_sites: bool = True             # the diseases of the organs under a localised pain (agents/sites.py)
     site_weight: float = 0.5           # its weight in the rank fusion (KG ranking = 1; chosen on the dev halves)
     site_k: int = 10                   # diseases the site ranking offers
@@ -104,6 +105,7 @@ class RetrievalParams:
                    use_opposites=getattr(cfg, "use_opposites", True),
                    drop_broader=getattr(cfg, "drop_broader_findings", False),
                    degree_as_plain=getattr(cfg, "degree_as_plain", False),
+                   related_discount=getattr(cfg, "related_discount", None),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
                    use_risk_factors=getattr(cfg, "use_risk_factors", True),
@@ -502,7 +504,7 @@ class HKI:
         ranker = self._ranker_for(p.mined_strength if p.use_mined_edges else 0.0,
                                   p.cardinal_strength if p.use_cardinal else 0.0,
                                   None if p.use_opposites else 0.0, p.drop_broader, p.source_agreement,
-                                  p.degree_as_plain)
+                                  p.degree_as_plain, p.related_discount)
         use_sites = self.sites is not None and p.use_sites and p.site_weight > 0 and "G" in p.sources
         site_pool = [h.concept_id for h in self.sites.rank(extraction, k=10 ** 6)] if use_sites else []
         regions = extraction.regions if extraction else []      # where the patient has been (travel, origin)
@@ -838,20 +840,22 @@ class HKI:
 
     def _ranker_for(self, mined_strength: float | None, cardinal_strength: float | None = None,
                     opposite_mu: float | None = None, drop_broader: bool | None = None,
-                    source_agreement: float | None = None, degree_as_plain: bool | None = None):
+                    source_agreement: float | None = None, degree_as_plain: bool | None = None,
+                    related_discount: float | None = None):
         """The KG ranker, or a copy weighting the mined MedQuAD edges ``mined_strength``, the curated cardinal
         findings ``cardinal_strength`` and opposite findings ``opposite_mu``, combining several sources of one finding
         with ``source_agreement`` (None: the ranker's own; 0 for the first three: left out,
         the ``no-mined``, ``no-cardinal`` and ``no-opposites`` ablations), or leaving out the findings broader than
-        another present one (``drop_broader``) or matching a graded finding as its plain term (``degree_as_plain``;
-        None for both: the ranker's own); copies are built once per combination and
+        another present one (``drop_broader``), matching a graded finding as its plain term (``degree_as_plain``) or
+        matching a related finding at ``related_discount`` (None for these: the ranker's own); copies are built once per combination and
         kept (they share the ranker's index)."""
         base = self.ranker
         if base is None or not hasattr(base, "config"):
             return base
         changes = {name: round(float(v), 6) for name, v in
                    (("mined_strength", mined_strength), ("cardinal_strength", cardinal_strength),
-                    ("opposite_mu", opposite_mu), ("source_agreement", source_agreement))
+                    ("opposite_mu", opposite_mu), ("source_agreement", source_agreement),
+                    ("related_discount", related_discount))
                    if v is not None and abs(getattr(base.config, name, v) - v) >= 1e-12}
         if drop_broader is not None and drop_broader != getattr(base.config, "drop_broader", drop_broader):
             changes["drop_broader"] = bool(drop_broader)

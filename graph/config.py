@@ -31,6 +31,9 @@ class PipelineConfig(BaseModel):
     drop_broader_findings: bool = False  # the KG ranking leaves out a finding broader than another present one ("pain"
     #                                   beside "left lower quadrant pain": one complaint, not two)
     degree_as_plain: bool = False     # the KG ranking matches a graded finding ("mild fever") as its plain term ("fever")
+    related_discount: float | None = Field(None, ge=0.0, le=1.0)  # a present finding matches the findings
+    #                                   agents/data/related_findings.yaml pairs it with (fatigue, malaise) at this
+    #                                   discount (0: off; None: RankerConfig's)
     use_sites: bool = True            # the diseases of the organs under a localised pain as a ranking (agents/sites.py)
     site_weight: float = Field(0.5, ge=0.0, le=10.0)   # its weight in the rank fusion (KG ranking = 1; dev-chosen)
     use_signs: bool = True            # the diseases classic signs point to as a ranking (agents/signs.py)

@@ -203,3 +203,21 @@ def test_a_blood_pressure_in_the_severe_range_puts_hypertension_in_the_different
     normal = rag.ask(text.format("128/82"), audit=False)
     cand = next((c for c in normal["candidates"] if c["concept_id"] == "DOID:10763"), None)
     assert cand is None or "sign" not in (cand.get("ranks") or {})
+
+
+def test_pain_relieved_by_antacids_puts_peptic_ulcer_in_the_differential(rag):
+    """A burning upper abdominal pain that antacids relieve is acid-peptic disease to a clinician: peptic ulcer
+    disease (or its duodenal form) is in the top 3, through the classic sign (agents/data/classic_signs.yaml,
+    antacid-relief), cited; a pain that antacids do not relieve does not raise the sign."""
+    text = ("A 45-year-old man has had a burning pain in the upper abdomen for three weeks. It wakes him at night "
+            "and {} by antacids.")
+    ulcer = {"DOID:750", "DOID:1724"}
+    on = rag.ask(text.format("is relieved"), audit=False)
+    top = [d["concept_id"] for d in on["differential"][:3]]
+    assert ulcer & set(top), [d["diagnosis"] for d in on["differential"]]
+    cand = next(c for c in on["candidates"] if c["concept_id"] in ulcer)
+    assert "sign" in (cand.get("ranks") or {}) and "antacid" in cand["explanation"], cand["explanation"]
+    off = rag.ask(text.format("is not relieved"), audit=False)
+    for c in off["candidates"]:
+        if c["concept_id"] in ulcer:
+            assert "sign" not in (c.get("ranks") or {}), c["explanation"]

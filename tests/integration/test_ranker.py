@@ -590,3 +590,44 @@ def test_a_graded_finding_is_matched_as_its_plain_term(kg, ranker):
     cand = next(c for c in on_ranker.rank([rash, ent], [], k=100) if c.concept_id == chickenpox)
     assert "fever" in cand.explanation
     assert not ranker.config.degree_as_plain      # off by default (the dev halves: docs/results.md)
+
+
+def test_related_findings_table_names_real_concepts(kg):
+    """Every finding of agents/data/related_findings.yaml is a finding concept of the graph under the name the table
+    writes, and each pair joins two or more different concepts."""
+    from agents.curated import concept_problem
+    from agents.ranker import read_related
+
+    table = read_related()
+    assert table.pairs
+    for pair in table.pairs:
+        assert len({c.id for c in pair.findings}) >= 2, pair.id
+        for c in pair.findings:
+            assert concept_problem(kg, c, pair.id) is None
+            assert kg.concept(c.id).category in ("symptom", "phenotype"), c.id
+
+
+def test_a_related_finding_matches_at_its_discount(kg, ranker):
+    """A patient's tiredness (fatigue) matches chickenpox, whose textbook entry says malaise, at ``related_discount``
+    and the explanation says it was through the related finding; with the discount 0 it does not. A denied fatigue
+    does not count against a disease through malaise (denials keep their own match set)."""
+    from dataclasses import replace
+
+    from agents.ranker import related_findings
+
+    fatigue, malaise, chickenpox = "SYMP:0019177", "SYMP:0019176", "DOID:8659"
+    assert malaise in related_findings()[fatigue] and fatigue in related_findings()[malaise]
+    on_ranker = KGRanker(kg, replace(ranker.config, related_discount=0.5))
+    off_ranker = KGRanker(kg, replace(ranker.config, related_discount=0.0))
+    rash = Entity(text="red spots all over", category="symptom", concept_id="SYMP:0000487")
+    tired = Entity(text="tired all the time", category="symptom", concept_id=fatigue)
+    on, off = on_ranker.scores([rash, tired]), off_ranker.scores([rash, tired])
+    assert on[chickenpox] > 1.2 * off[chickenpox]
+    cand = next(c for c in on_ranker.rank([rash, tired], [], k=5000) if c.concept_id == chickenpox)
+    assert fatigue in cand.matched and "related: malaise" in cand.explanation
+    off_cand = next(c for c in off_ranker.rank([rash, tired], [], k=5000) if c.concept_id == chickenpox)
+    assert fatigue not in off_cand.matched
+    denied_on = on_ranker.scores([rash], [tired])
+    denied_off = off_ranker.scores([rash], [tired])
+    assert denied_on[chickenpox] == pytest.approx(denied_off[chickenpox])
+    assert ranker.config.related_discount > 0     # on by default (the dev halves: docs/results.md)
