@@ -326,7 +326,7 @@ def test_body_parts_that_hurt_together_are_each_a_pain(text, expected):
     # a place with its side words is the sided pain a row names; pelvic pain is the vocabulary's own
     ("Sudden severe right lower abdominal and pelvic pain for 3 hours.", ["right lower quadrant abdominal pain"]),
     ("Left lower abdominal and back pain.", ["left lower quadrant abdominal pain", "backache"]),
-    ("Upper abdominal and chest pain.", ["abdominal pain", "chest pain"]),    # no row for "upper abdominal pain"
+    ("Upper abdominal and chest pain.", ["epigastric abdominal pain", "chest pain"]),    # the upper abdomen: epigastric
     ("He reports neck, shoulder and arm pain after the fall.", ["neck pain", "shoulder pain", "Upper limb pain"]),
     ("He denies chest or back pain.", ["chest pain", "backache"]),                   # negated later, by ConText
     ("Joint and muscle aches for a week.", ["joint pain", "muscle pain"]),
