@@ -847,8 +847,8 @@ class HKI:
         with ``source_agreement`` (None: the ranker's own; 0 for the first three: left out,
         the ``no-mined``, ``no-cardinal`` and ``no-opposites`` ablations), or leaving out the findings broader than
         another present one (``drop_broader``), matching a graded finding as its plain term (``degree_as_plain``) or
-        matching a related finding at ``related_discount`` (None for these: the ranker's own); copies are built once per combination and
-        kept (they share the ranker's index)."""
+        matching a related finding at ``related_discount`` (None for these: the ranker's own); copies are built once
+        per combination and kept (they share the ranker's index)."""
         base = self.ranker
         if base is None or not hasattr(base, "config"):
             return base

@@ -10,8 +10,9 @@ Scoring (all constants live in :class:`RankerConfig`)
 symptom; discount 1), its ``is_a`` children down to ``child_depth`` levels (a disease annotated with "Recurrent
 fever" presents with fever; ``child_discount`` per level) and, for positive findings only, its ``is_a`` parents (a
 disease annotated with "Abdominal pain" partly explains "Epigastric pain"; ``parent_discount``) up to ``parent_depth``
-levels. A present finding also matches, at ``related_discount``, the findings a curated table pairs it with
-(``agents/data/related_findings.yaml``: fatigue and malaise, one complaint the ontologies keep apart). A disease that is
+levels. A present finding also matches, at ``related_discount`` scaled like a broader term, the findings a curated
+table pairs it with (``agents/data/related_findings.yaml``: fatigue and malaise, one complaint the ontologies keep
+apart, and near-synonyms no cross-reference joins). A disease that is
 itself xref-equivalent to the finding (HP "Gastroesophageal reflux" = DO "gastroesophageal reflux disease") is
 matched through that xref edge with strength ``equivalent_disease``; a disease xref-equivalent to a narrower term
 ("Increased blood pressure" -> HP "Hypertension" = DO hypertension) at that strength times the narrower-term
@@ -527,8 +528,6 @@ _INDEXES: "weakref.WeakKeyDictionary[Any, dict[tuple, _KGIndex]]" = weakref.Weak
 _INDEX_LOCK = threading.Lock()
 
 
-# the version of how the index is derived (edge strengths, hierarchy maps): raise it when that code changes, so that
-# an index cached on disk by older code is rebuilt rather than read
 RELATED_FILE = Path(__file__).resolve().parent / "data" / "related_findings.yaml"
 
 
@@ -578,6 +577,8 @@ def related_findings() -> dict[str, frozenset[str]]:
     return _RELATED
 
 
+# the version of how the index is derived (edge strengths, hierarchy maps): raise it when that code changes, so that
+# an index cached on disk by older code is rebuilt rather than read
 INDEX_FORMAT = 2
 _DERIVED = ("category", "children", "parents", "xref", "canon", "by_finding", "common", "curated", "mass", "n_ann",
             "n_diseases", "names", "onset", "typical_age", "endemic", "course")
