@@ -542,6 +542,9 @@ class RelatedPair(BaseModel):
 
     id: str = Field(min_length=1)
     findings: list[NamedConcept] = Field(min_length=2)
+    # one way: only the first finding (what the patient reports) matches diseases linked to the others, not the other
+    # way round (a patient's tiredness meets a textbook's malaise; "I feel unwell" does not meet a textbook's fatigue)
+    one_way: bool = False
     reason: str
     citation: str
 
@@ -571,7 +574,7 @@ def related_findings() -> dict[str, frozenset[str]]:
         out: dict[str, set[str]] = defaultdict(set)
         for pair in read_related().pairs:
             ids = {c.id for c in pair.findings}
-            for i in ids:
+            for i in ([pair.findings[0].id] if pair.one_way else ids):
                 out[i] |= ids - {i}
         _RELATED = {k: frozenset(v) for k, v in out.items()}
     return _RELATED
