@@ -323,7 +323,10 @@ class Generator:
                          if s.evidence_id not in used and ev_by_id[s.evidence_id].kind == "chunk"
                          and (c.concept_id in ev_by_id[s.evidence_id].concept_ids
                               or name_terms and name_terms <= terms(ev_by_id[s.evidence_id].meta.get("focus", "")))]
-            definition = [s.evidence_id for s in kept if s.evidence_id == f"G:{c.concept_id}#definition"]
+            # its definition: the Disease Ontology's ("G:<id>#definition") or, where it has none, NCIt's
+            # ("G:<id>#NCIT:C…"); a disease whose only kept evidence is its NCIt definition was left out before
+            definition = [s.evidence_id for s in kept if s.evidence_id.startswith(f"G:{c.concept_id}#")
+                          and ev_by_id[s.evidence_id].kind == "concept"]
             quotes = {i: _cite_each(by_id[i].text, cite([i], {i: by_id[i].span}))
                       for i in support + definition[:1] + chunk_ids[:1]}
             chosen = [i for i, q in quotes.items() if q]

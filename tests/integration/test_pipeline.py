@@ -221,3 +221,18 @@ def test_pain_relieved_by_antacids_puts_peptic_ulcer_in_the_differential(rag):
     for c in off["candidates"]:
         if c["concept_id"] in ulcer:
             assert "sign" not in (c.get("ranks") or {}), c["explanation"]
+
+
+def test_a_candidate_whose_only_evidence_is_its_ncit_definition_keeps_its_place(rag):
+    """Reflux disease has no Disease Ontology definition; its NCIt definition is its evidence. A presentation where
+    reflux ranks among the five candidates through its reference page alone (no KG finding, no chunk kept) must still
+    name it, citing that definition, rather than leave the differential one short."""
+    res = rag.ask("I occasionally have trouble swallowing food because of the tingling in my throat, terrible breath, "
+                  "and bad taste in my mouth.", audit=False)
+    gerd = "DOID:8534"
+    top5 = [c["concept_id"] for c in res["candidates"][:5]]
+    assert gerd in top5, [c["name"] for c in res["candidates"][:5]]
+    item = next((d for d in res["differential"] if d["concept_id"] == gerd), None)
+    assert item is not None, [d["diagnosis"] for d in res["differential"]]
+    assert any(c.startswith(f"G:{gerd}#NCIT:") for c in item["citations"]), item["citations"]
+    assert len(res["differential"]) == 5
