@@ -88,6 +88,22 @@ FINDING_CONCEPTS: dict[str, FindingConcept] = {
     "elevated ldh": FindingConcept("Increased circulating lactate dehydrogenase concentration", ("HP:0025435",)),
     "elevated crp": FindingConcept("Elevated circulating C-reactive protein concentration", ("HP:0011227",)),
     "elevated lactate": FindingConcept("Increased circulating lactate concentration", ("HP:0002151",)),
+    "prolonged pt": FindingConcept("Prolonged prothrombin time", ("HP:0008151",)),
+    "prolonged ptt": FindingConcept("Prolonged partial thromboplastin time", ("HP:0003645",)),
+    "hypomagnesemia": FindingConcept("Hypomagnesemia", ("HP:0002917",)),
+    "hypermagnesemia": FindingConcept("Hypermagnesemia", ("HP:0002918",)),
+    "hypophosphatemia": FindingConcept("Hypophosphatemia", ("HP:0002148",)),
+    "hyperphosphatemia": FindingConcept("Hyperphosphatemia", ("HP:0002905",)),
+    "hyperuricemia": FindingConcept("Hyperuricemia", ("HP:0002149",)),
+    "hypertriglyceridemia": FindingConcept("Hypertriglyceridemia", ("HP:0002155",)),
+    "hypercholesterolemia": FindingConcept("Hypercholesterolemia", ("HP:0003124",)),
+    "hypochloremia": FindingConcept("Hypochloremia", ("HP:0003113",)),
+    "decreased bicarbonate": FindingConcept("Decreased serum bicarbonate concentration", ("HP:0032066",)),
+    "elevated bicarbonate": FindingConcept("Elevated serum bicarbonate concentration", ("HP:0032067",)),
+    "acidosis": FindingConcept("Acidosis", ("HP:0001941",)),
+    "alkalosis": FindingConcept("Alkalosis", ("HP:0001948",)),
+    "hypocapnia": FindingConcept("Hypocapnia", ("HP:0012417",)),
+    "hypercapnia": FindingConcept("Hypercapnia", ("HP:0012416",)),
 }
 
 

@@ -43,6 +43,19 @@ amylase                                                      elevated > 125 U/L
 LDH                                                          elevated > 280 U/L
 CRP                                                          elevated > 10 mg/L (mg/dL x 10)
 lactate                                                      elevated > 2.0 mmol/L
+PT                                                           prolonged > 13.5 s
+INR                                                          prolonged PT > 1.3
+aPTT                                                         prolonged > 40 s
+magnesium          hypomagnesemia < 1.6 mg/dL                hypermagnesemia > 2.6 mg/dL
+phosphate          hypophosphatemia < 2.5 mg/dL              hyperphosphatemia > 4.5 mg/dL
+uric acid                                                    hyperuricemia > 7.0 mg/dL
+triglycerides                                                hypertriglyceridemia > 200 mg/dL
+total cholesterol                                            hypercholesterolemia > 240 mg/dL
+LDL cholesterol                                              hypercholesterolemia > 160 mg/dL
+chloride           hypochloremia < 96 mEq/L
+bicarbonate        decreased < 22 mEq/L                      elevated > 29 mEq/L
+blood pH           acidosis < 7.35                           alkalosis > 7.45
+PaCO2              hypocapnia < 35 mm Hg                     hypercapnia > 45 mm Hg
 =================  ========================================  =======================================
 
 **Results in words** (:func:`find_lab_phrases`): the table ``lab_phrases.tsv`` next to this module lists, per
@@ -172,7 +185,42 @@ def _free_t4(v: float, unit: str) -> float | None:
     return v if 0.05 <= v <= 10 else None
 
 
+def _magnesium(v: float, unit: str) -> float | None:
+    u = unit.lower().replace(" ", "")
+    if u == "meq/l":
+        v = v * 1.215                    # mEq/L -> mg/dL
+    elif u == "mmol/l":
+        v = v * 2.431
+    elif not u:
+        return None                      # a bare value is ambiguous between mg/dL and mEq/L
+    return v if 0.2 <= v <= 15 else None
+
+
+def _phosphate(v: float, unit: str) -> float | None:
+    if unit.lower().replace(" ", "") == "mmol/l" or (not unit and v < 1.0):
+        v = v * 3.097                    # mmol/L -> mg/dL
+    return v if 0.3 <= v <= 20 else None
+
+
+def _uric_acid(v: float, unit: str) -> float | None:
+    if "mol" in unit.lower() or (not unit and v > 30):
+        v = v / 59.48                    # umol/L -> mg/dL
+    return v if 0.5 <= v <= 30 else None
+
+
+def _lipid(factor: float) -> Callable[[float, str], float | None]:
+    """Cholesterol (factor 38.67) or triglycerides (88.57): mmol/L -> mg/dL."""
+    def norm(v: float, unit: str) -> float | None:
+        if unit.lower().replace(" ", "") == "mmol/l" or (not unit and v < 25):
+            v = v * factor
+        return v if 10 <= v <= 10_000 else None
+    return norm
+
+
 _UL = r"(?:U|IU|units?)\s*/\s*L\b"
+_SECONDS = r"(?:s(?:ec(?:onds?)?)?)\b"
+# "sodium bicarbonate 50 mEq", "potassium chloride", "sodium phosphate": a salt given, not a serum value
+_NOT_A_SALT = r"(?<!sodium\s)(?<!potassium\s)(?<!calcium\s)(?<!magnesium\s)(?<!ammonium\s)"
 _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("hba1c", r"(?:h(?:a)?emoglobin\s*A1c|(?-i:HbA1c|HbA1C|Hb\s*A1c|A1c|A1C)|glyc(?:ated|osylated)\s+"
                       r"h(?:a)?emoglobin)", r"%|mmol\s*/\s*mol\b", _hba1c),
@@ -228,6 +276,32 @@ _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("lactate", r"(?:(?:serum\s+|blood\s+|venous\s+|arterial\s+)?(?<!ringer's\s)(?<!ringers\s)(?<!ringer\s)"
                         r"lactate(?!\s+dehydrogenase)|lactic\s+acid)",
              r"mmol\s*/\s*L\b|mEq\s*/\s*L\b", _plain(0.1, 40)),
+    # coagulation: "Prothrombin time (PT) 12 sec", "aPTT 60 s", "INR 2.8"
+    _Analyte("pt", r"(?:prothrombin\s+time(?:\s*\(\s*(?-i:PT)\s*\))?|(?-i:PT))", _SECONDS, _plain(5, 200),
+             short=True),
+    _Analyte("inr", r"(?:(?-i:INR)|international\s+normali[sz]ed\s+ratio(?:\s*\(\s*(?-i:INR)\s*\))?)", r"(?!)",
+             _plain(0.5, 20)),
+    _Analyte("aptt", r"(?:(?:activated\s+)?partial\s+thromboplastin\s+time(?:\s*\(\s*(?-i:a?PTT)\s*\))?|"
+                     r"(?-i:aPTT|APTT|PTT))", _SECONDS, _plain(10, 300), short=True),
+    _Analyte("magnesium", r"(?:magnesium|(?-i:Mg)(?:2\+|\+\+)?)", _MGDL + r"|mEq\s*/\s*L\b|mmol\s*/\s*L\b",
+             _magnesium, short=True),
+    _Analyte("phosphate", _NOT_A_SALT + r"(?:(?:serum\s+|inorganic\s+)?(?:phosphorus|phosphate)|(?-i:PO4|Phos))",
+             _MGDL + r"|mmol\s*/\s*L\b", _phosphate, short=True),
+    _Analyte("uric acid", r"(?:(?:serum\s+)?uric\s+acid|urate)",
+             _MGDL + r"|(?:\u00b5|u|\u03bc)mol\s*/\s*L\b", _uric_acid),
+    _Analyte("triglycerides", r"(?:(?:serum\s+|fasting\s+)?triglycerides?|(?-i:TGs?))",
+             _MGDL + r"|mmol\s*/\s*L\b", _lipid(88.57), short=True),
+    _Analyte("total cholesterol", r"(?:(?<!HDL\s)(?<!LDL\s)(?<!HDL-)(?<!LDL-)(?:total\s+|serum\s+)?cholesterol)",
+             _MGDL + r"|mmol\s*/\s*L\b", _lipid(38.67)),
+    _Analyte("ldl cholesterol", r"(?:(?:(?-i:LDL)|low[\s-]+density\s+lipoprotein)(?:[\s-]+cholesterol|-C\b)?)",
+             _MGDL + r"|mmol\s*/\s*L\b", _lipid(38.67)),
+    _Analyte("chloride", _NOT_A_SALT + r"(?:chloride|(?-i:Cl)(?:-|\u2212)?)", _MEQ, _plain(50, 150), short=True),
+    _Analyte("bicarbonate", _NOT_A_SALT + r"(?:(?:serum\s+)?bicarbonate|(?-i:HCO3)(?:-|\u2212)?)", _MEQ,
+             _plain(2, 60), short=True),
+    # blood gases: a pH outside 6.8-7.8 is not blood (urine, vaginal, gastric)
+    _Analyte("ph", r"(?:(?:arterial\s+)?(?-i:pH))", r"(?!)", _plain(6.8, 7.8)),
+    _Analyte("paco2", r"(?:(?-i:PaCO2|PCO2|pCO2|Pco2)|partial\s+pressure\s+of\s+carbon\s+dioxide)",
+             r"mm\s*Hg\b|kPa\b", _plain(5, 150), short=True),
 )
 _LAB_PATTERNS = [
     (a, re.compile(r"(?<![\w-])(?P<name>" + a.name + r")(?![\w-])(?!\s+(?:clearance|tolerance|chloride|bicarbonate|"
@@ -298,6 +372,20 @@ _LIMITS: dict[str, tuple[str | None, float | None, str | None, float | None]] = 
     "ldh": (None, None, "elevated ldh", 280),
     "crp": (None, None, "elevated crp", 10),
     "lactate": (None, None, "elevated lactate", 2.0),
+    # coagulation, electrolytes, lipids and blood gases: limits a laboratory of any kind would call abnormal
+    "pt": (None, None, "prolonged pt", 13.5),
+    "inr": (None, None, "prolonged pt", 1.3),
+    "aptt": (None, None, "prolonged ptt", 40),
+    "magnesium": ("hypomagnesemia", 1.6, "hypermagnesemia", 2.6),
+    "phosphate": ("hypophosphatemia", 2.5, "hyperphosphatemia", 4.5),
+    "uric acid": (None, None, "hyperuricemia", 7.0),
+    "triglycerides": (None, None, "hypertriglyceridemia", 200),
+    "total cholesterol": (None, None, "hypercholesterolemia", 240),
+    "ldl cholesterol": (None, None, "hypercholesterolemia", 160),
+    "chloride": ("hypochloremia", 96, None, None),
+    "bicarbonate": ("decreased bicarbonate", 22, "elevated bicarbonate", 29),
+    "ph": ("acidosis", 7.35, "alkalosis", 7.45),
+    "paco2": ("hypocapnia", 35, "hypercapnia", 45),
 }
 
 

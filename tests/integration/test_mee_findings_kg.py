@@ -220,6 +220,11 @@ def test_vignette_vital_signs_and_labs(kg, mee):
     ("Elevated liver enzymes.", "HP:0002910", False),
     ("Troponin is normal.", "HP:0500020", True),
     ("There is no ST elevation.", "HP:0012251", True),
+    ("His coagulation profile reveals: Prothrombin time (PT) 12 sec, Activated partial thromboplastin time (aPTT) "
+     "60 sec.", "HP:0003645", False),
+    ("Arterial blood gas: pH 7.21, PCO2 28 mm Hg, HCO3- 11 mEq/L.", "HP:0001941", False),
+    ("Arterial blood gas: pH 7.21, PCO2 28 mm Hg, HCO3- 11 mEq/L.", "HP:0012417", False),
+    ("Serum uric acid is 10.2 mg/dL.", "HP:0002149", False),
 ])
 def test_test_results_link_to_concepts(kg, mee, text, cid, negated):
     ex = mee.extract(text)

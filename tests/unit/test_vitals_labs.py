@@ -167,6 +167,28 @@ def test_temperature_units_inferred_from_the_value():
     ("ANC 0.8 x 10^9/L", "neutrophil count", 800, "neutropenia"),
     ("an absolute lymphocyte count of 50,000/mm3", "lymphocyte count", 50000, "lymphocytosis"),
     ("eosinophil count 1,200/mm3", "eosinophil count", 1200, "eosinophilia"),
+    ("Prothrombin time (PT) 12 sec", "pt", 12, None),
+    ("PT 18 s", "pt", 18, "prolonged pt"),
+    ("INR 2.8", "inr", 2.8, "prolonged pt"),
+    ("INR of 1.0", "inr", 1.0, None),
+    ("Activated partial thromboplastin time (aPTT) 60 sec", "aptt", 60, "prolonged ptt"),
+    ("aPTT 32 seconds", "aptt", 32, None),
+    ("Mg2+ 1.2 mEq/L", "magnesium", 1.46, "hypomagnesemia"),
+    ("magnesium 3.4 mg/dL", "magnesium", 3.4, "hypermagnesemia"),
+    ("phosphorus 1.8 mg/dL", "phosphate", 1.8, "hypophosphatemia"),
+    ("serum phosphate 2.1 mmol/L", "phosphate", 6.5, "hyperphosphatemia"),
+    ("Uric acid 9.2 mg/dL", "uric acid", 9.2, "hyperuricemia"),
+    ("urate 420 umol/L", "uric acid", 7.06, "hyperuricemia"),
+    ("triglycerides 450 mg/dL", "triglycerides", 450, "hypertriglyceridemia"),
+    ("total cholesterol 290 mg/dL", "total cholesterol", 290, "hypercholesterolemia"),
+    ("LDL-C 4.9 mmol/L", "ldl cholesterol", 189.5, "hypercholesterolemia"),
+    ("Cl\u2212 90 mEq/L", "chloride", 90, "hypochloremia"),
+    ("HCO3- 12 mEq/L", "bicarbonate", 12, "decreased bicarbonate"),
+    ("serum bicarbonate 34 mEq/L", "bicarbonate", 34, "elevated bicarbonate"),
+    ("arterial pH 7.21", "ph", 7.21, "acidosis"),
+    ("pH: 7.50", "ph", 7.5, "alkalosis"),
+    ("PCO2 28 mm Hg", "paco2", 28, "hypocapnia"),
+    ("PaCO2 of 62 mm Hg", "paco2", 62, "hypercapnia"),
 ])
 def test_reads_laboratory_values(text, analyte, value, key):
     [r] = read_lab_values(text)
@@ -182,6 +204,8 @@ def test_reads_laboratory_values(text, analyte, value, key):
     "a grade 3/6 systolic murmur", "pain 8/10", "urine albumin 300 mg", "albumin-to-creatinine ratio 40",
     "CK-MB 25 U/L", "ALT 35 U/L", "LD 300", "lactate dehydrogenase 200 U/L",
     "Ringer's lactate 20 mL/kg", "a bolus of Ringer lactate 30 mL/kg", "neutrophils 9000", "Eosinophils 3%",
+    "sodium bicarbonate 50 mEq/L", "potassium chloride 20 mEq/L", "sodium phosphate 3 mmol/L", "urine pH 5.5",
+    "vaginal pH 5.0", "PT 14", "Mg 1.2", "HDL cholesterol 35 mg/dL", "HDL 30 mg/dL", "alkaline phosphatase 120 U/L",
 ])
 def test_not_laboratory_values(text):
     assert [f for f in find_labs(text) if f.abnormal] == []
