@@ -280,6 +280,19 @@ def test_results_in_words(text, concept, negated, span):
     assert not f.measured and f.abnormal
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("A complete blood count is normal.", {("SYMP:0000208", True), ("SYMP:0000634", True), ("HP:0001882", True),
+                                           ("SYMP:0000114", True), ("HP:0001894", True)}),
+    ("CBC within normal limits", {("SYMP:0000208", True), ("SYMP:0000634", True), ("HP:0001882", True),
+                                  ("SYMP:0000114", True), ("HP:0001894", True)}),
+    ("He has low blood counts.", {("SYMP:0000208", False), ("HP:0001882", False), ("SYMP:0000114", False)}),
+    # the white cell count alone says nothing of the red cells or the platelets
+    ("White blood count is normal.", {("SYMP:0000634", True), ("HP:0001882", True)}),
+])
+def test_a_normal_blood_count_denies_each_of_its_abnormalities(text, expected):
+    assert {(f.concept_ids[0], f.negated) for f in find_lab_phrases(text)} == expected
+
+
 def test_one_phrase_two_findings():
     found = find_lab_phrases("Sodium is normal.")
     assert sorted(f.concept_ids[0] for f in found) == ["HP:0003228", "SYMP:0019146"]
