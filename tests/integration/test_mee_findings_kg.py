@@ -225,6 +225,7 @@ def test_vignette_vital_signs_and_labs(kg, mee):
     ("Arterial blood gas: pH 7.21, PCO2 28 mm Hg, HCO3- 11 mEq/L.", "HP:0001941", False),
     ("Arterial blood gas: pH 7.21, PCO2 28 mm Hg, HCO3- 11 mEq/L.", "HP:0012417", False),
     ("Serum uric acid is 10.2 mg/dL.", "HP:0002149", False),
+    ("A complete blood count is normal.", "SYMP:0000114", True),
 ])
 def test_test_results_link_to_concepts(kg, mee, text, cid, negated):
     ex = mee.extract(text)
