@@ -217,7 +217,14 @@ def _lipid(factor: float) -> Callable[[float, str], float | None]:
     return norm
 
 
+def _paco2(v: float, unit: str) -> float | None:
+    if unit.lower().replace(" ", "") == "kpa" or (not unit and v < 15):
+        v = v * 7.5006                   # kPa -> mm Hg
+    return v if 5 <= v <= 150 else None
+
+
 _UL = r"(?:U|IU|units?)\s*/\s*L\b"
+_NO_UNIT = r"(?!)"                       # a ratio or a pH: read without a unit
 _SECONDS = r"(?:s(?:ec(?:onds?)?)?)\b"
 # "sodium bicarbonate 50 mEq", "potassium chloride", "sodium phosphate": a salt given, not a serum value
 _NOT_A_SALT = r"(?<!sodium\s)(?<!potassium\s)(?<!calcium\s)(?<!magnesium\s)(?<!ammonium\s)"
@@ -279,7 +286,7 @@ _ANALYTES: tuple[_Analyte, ...] = (
     # coagulation: "Prothrombin time (PT) 12 sec", "aPTT 60 s", "INR 2.8"
     _Analyte("pt", r"(?:prothrombin\s+time(?:\s*\(\s*(?-i:PT)\s*\))?|(?-i:PT))", _SECONDS, _plain(5, 200),
              short=True),
-    _Analyte("inr", r"(?:(?-i:INR)|international\s+normali[sz]ed\s+ratio(?:\s*\(\s*(?-i:INR)\s*\))?)", r"(?!)",
+    _Analyte("inr", r"(?:(?-i:INR)|international\s+normali[sz]ed\s+ratio(?:\s*\(\s*(?-i:INR)\s*\))?)", _NO_UNIT,
              _plain(0.5, 20)),
     _Analyte("aptt", r"(?:(?:activated\s+)?partial\s+thromboplastin\s+time(?:\s*\(\s*(?-i:a?PTT)\s*\))?|"
                      r"(?-i:aPTT|APTT|PTT))", _SECONDS, _plain(10, 300), short=True),
@@ -299,9 +306,9 @@ _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("bicarbonate", _NOT_A_SALT + r"(?:(?:serum\s+)?bicarbonate|(?-i:HCO3)(?:-|\u2212)?)", _MEQ,
              _plain(2, 60), short=True),
     # blood gases: a pH outside 6.8-7.8 is not blood (urine, vaginal, gastric)
-    _Analyte("ph", r"(?:(?:arterial\s+)?(?-i:pH))", r"(?!)", _plain(6.8, 7.8)),
+    _Analyte("ph", r"(?:(?:arterial\s+)?(?-i:pH))", _NO_UNIT, _plain(6.8, 7.8)),
     _Analyte("paco2", r"(?:(?-i:PaCO2|PCO2|pCO2|Pco2)|partial\s+pressure\s+of\s+carbon\s+dioxide)",
-             r"mm\s*Hg\b|kPa\b", _plain(5, 150), short=True),
+             r"mm\s*Hg\b|kPa\b", _paco2, short=True),
 )
 _LAB_PATTERNS = [
     (a, re.compile(r"(?<![\w-])(?P<name>" + a.name + r")(?![\w-])(?!\s+(?:clearance|tolerance|chloride|bicarbonate|"

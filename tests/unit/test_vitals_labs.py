@@ -189,6 +189,7 @@ def test_temperature_units_inferred_from_the_value():
     ("pH: 7.50", "ph", 7.5, "alkalosis"),
     ("PCO2 28 mm Hg", "paco2", 28, "hypocapnia"),
     ("PaCO2 of 62 mm Hg", "paco2", 62, "hypercapnia"),
+    ("PaCO2 8.0 kPa", "paco2", 60, "hypercapnia"),
 ])
 def test_reads_laboratory_values(text, analyte, value, key):
     [r] = read_lab_values(text)
