@@ -47,7 +47,7 @@ class RetrievalParams:
     triples_per_concept: int = 6
     chunks_per_focus: int = 2
     use_prior: bool = True             # re-rank the fused candidates with the fitted commonness prior (agents/prior.py)
-    prior_weight: float = 1.6          # its commonness part's weight (1 = as fitted; 0 = fusion order; 1.6 dev-chosen)
+    prior_weight: float = 1.0          # its commonness part's weight (1 = as fitted; 0 = fusion order)
     prior_pool: int = 20               # candidates fused for it to re-rank (the differential keeps the usual number)
     prior_monotone: bool = False       # its fusion part never rises down the fused order (CommonnessPrior.rescore)
     use_mined_edges: bool = True       # the disease -> finding edges mined from MedQuAD sentences (agents/miner.py)
@@ -94,7 +94,7 @@ class RetrievalParams:
                    model_weight=getattr(cfg, "model_weight", 1.5),
                    alternative_weight=getattr(cfg, "alternative_weight", 1.0),
                    contradiction_penalty=getattr(cfg, "contradiction_penalty", 0.35),
-                   use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.6),
+                   use_prior=getattr(cfg, "use_prior", True), prior_weight=getattr(cfg, "prior_weight", 1.0),
                    prior_pool=getattr(cfg, "prior_pool", 20),
                    prior_monotone=getattr(cfg, "prior_monotone", False),
                    use_mined_edges=getattr(cfg, "use_mined_edges", True),

@@ -18,7 +18,7 @@ class PipelineConfig(BaseModel):
     use_pages: bool = True            # fuse the disease-page text ranking into the differential
     page_weight: float = Field(1.0, ge=0.0, le=10.0)   # its weight in the rank fusion (KG ranking = 1)
     use_prior: bool = True            # re-rank the differential with the fitted commonness prior (agents/prior.py)
-    prior_weight: float = Field(1.6, ge=0.0, le=10.0)  # weight of its commonness part (1 = as fitted; 1.6 dev-chosen)
+    prior_weight: float = Field(1.0, ge=0.0, le=10.0)  # weight of its commonness part (1 = as fitted)
     prior_pool: int = Field(20, ge=2, le=200)          # fused candidates the prior re-ranks (fit with the same pool)
     prior_monotone: bool = False      # the prior's fusion part never rises down the fused order (agents/prior.py)
     use_mined_edges: bool = True      # rank with the disease -> finding edges mined from MedQuAD (agents/miner.py)
