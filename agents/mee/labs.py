@@ -128,25 +128,31 @@ def _plain(lo: float, hi: float) -> Callable[[float, str], float | None]:
     return norm
 
 
-def _glucose(v: float, unit: str) -> float | None:
-    u = unit.lower().replace(" ", "")
-    if u == "mmol/l" or (not u and v < 35):
-        v = v * 18.016
-    return v if 10 <= v <= 2500 else None
+def _scaled(factor: float, other: str, lo: float, hi: float,
+            bare: Callable[[float], bool] | None = None) -> Callable[[float, str], float | None]:
+    """A value in the reference unit, or in the unit ``other`` names (a part of it, compared without case or spaces:
+    "mol" for the molar units) times ``factor``; a value without a unit is taken in ``other`` when ``bare(value)``
+    holds (its size implies it); None outside ``[lo, hi]`` in the reference unit."""
+    def norm(v: float, unit: str) -> float | None:
+        u = unit.lower().replace(" ", "")
+        if (u and other in u) or (not u and bare is not None and bare(v)):
+            v = v * factor
+        return v if lo <= v <= hi else None
+    return norm
 
 
-def _creatinine(v: float, unit: str) -> float | None:
-    u = unit.lower().replace(" ", "")
-    if "mol" in u or (not u and v > 25):
-        v = v / 88.4
-    return v if 0.1 <= v <= 25 else None
-
-
-def _calcium(v: float, unit: str) -> float | None:
-    u = unit.lower().replace(" ", "")
-    if u == "mmol/l" or (not u and v < 4):
-        v = v * 4.008
-    return v if 3 <= v <= 20 else None
+_glucose = _scaled(18.016, "mol", 10, 2500, bare=lambda v: v < 35)              # mmol/L -> mg/dL
+_creatinine = _scaled(1 / 88.4, "mol", 0.1, 25, bare=lambda v: v > 25)           # umol/L -> mg/dL
+_calcium = _scaled(4.008, "mol", 3, 20, bare=lambda v: v < 4)                   # mmol/L -> mg/dL
+_bilirubin = _scaled(1 / 17.1, "mol", 0.05, 60, bare=lambda v: v > 40)          # umol/L -> mg/dL
+_albumin = _scaled(0.1, "g/l", 0.5, 7, bare=lambda v: v > 10)                   # g/L -> g/dL
+_crp = _scaled(10, "mg/dl", 0, 1000)                                            # mg/dL -> mg/L
+_free_t4 = _scaled(1 / 12.87, "mol", 0.05, 10, bare=lambda v: v > 6)            # pmol/L -> ng/dL
+_phosphate = _scaled(3.097, "mol", 0.3, 20, bare=lambda v: v < 1.0)             # mmol/L -> mg/dL
+_uric_acid = _scaled(1 / 59.48, "mol", 0.5, 30, bare=lambda v: v > 30)          # umol/L -> mg/dL
+_cholesterol = _scaled(38.67, "mol", 10, 10_000, bare=lambda v: v < 25)         # mmol/L -> mg/dL
+_triglycerides = _scaled(88.57, "mol", 10, 10_000, bare=lambda v: v < 25)       # mmol/L -> mg/dL
+_paco2 = _scaled(7.5006, "kpa", 5, 150, bare=lambda v: v < 15)                  # kPa -> mm Hg
 
 
 def _hba1c(v: float, unit: str) -> float | None:
@@ -155,34 +161,9 @@ def _hba1c(v: float, unit: str) -> float | None:
     return v if 3 <= v <= 20 else None
 
 
-def _bilirubin(v: float, unit: str) -> float | None:
-    if "mol" in unit.lower() or (not unit and v > 40):
-        v = v / 17.1                     # umol/L -> mg/dL
-    return v if 0.05 <= v <= 60 else None
-
-
-def _albumin(v: float, unit: str) -> float | None:
-    u = unit.lower().replace(" ", "")
-    if u == "g/l" or (not u and v > 10):
-        v = v / 10
-    return v if 0.5 <= v <= 7 else None
-
-
 def _percent(v: float, unit: str) -> float | None:
     """A share of the white cells: only as a percentage ("Neutrophils 89%"; a bare number may be a count)."""
     return v if unit.strip() == "%" and 0 <= v <= 100 else None
-
-
-def _crp(v: float, unit: str) -> float | None:
-    if unit.lower().replace(" ", "") == "mg/dl":
-        v = v * 10                       # mg/dL -> mg/L
-    return v if 0 <= v <= 1000 else None
-
-
-def _free_t4(v: float, unit: str) -> float | None:
-    if "mol" in unit.lower() or (not unit and v > 6):
-        v = v / 12.87                    # pmol/L -> ng/dL
-    return v if 0.05 <= v <= 10 else None
 
 
 def _magnesium(v: float, unit: str) -> float | None:
@@ -194,33 +175,6 @@ def _magnesium(v: float, unit: str) -> float | None:
     elif not u:
         return None                      # a bare value is ambiguous between mg/dL and mEq/L
     return v if 0.2 <= v <= 15 else None
-
-
-def _phosphate(v: float, unit: str) -> float | None:
-    if unit.lower().replace(" ", "") == "mmol/l" or (not unit and v < 1.0):
-        v = v * 3.097                    # mmol/L -> mg/dL
-    return v if 0.3 <= v <= 20 else None
-
-
-def _uric_acid(v: float, unit: str) -> float | None:
-    if "mol" in unit.lower() or (not unit and v > 30):
-        v = v / 59.48                    # umol/L -> mg/dL
-    return v if 0.5 <= v <= 30 else None
-
-
-def _lipid(factor: float) -> Callable[[float, str], float | None]:
-    """Cholesterol (factor 38.67) or triglycerides (88.57): mmol/L -> mg/dL."""
-    def norm(v: float, unit: str) -> float | None:
-        if unit.lower().replace(" ", "") == "mmol/l" or (not unit and v < 25):
-            v = v * factor
-        return v if 10 <= v <= 10_000 else None
-    return norm
-
-
-def _paco2(v: float, unit: str) -> float | None:
-    if unit.lower().replace(" ", "") == "kpa" or (not unit and v < 15):
-        v = v * 7.5006                   # kPa -> mm Hg
-    return v if 5 <= v <= 150 else None
 
 
 _UL = r"(?:U|IU|units?)\s*/\s*L\b"
@@ -297,11 +251,11 @@ _ANALYTES: tuple[_Analyte, ...] = (
     _Analyte("uric acid", r"(?:(?:serum\s+)?uric\s+acid|urate)",
              _MGDL + r"|(?:\u00b5|u|\u03bc)mol\s*/\s*L\b", _uric_acid),
     _Analyte("triglycerides", r"(?:(?:serum\s+|fasting\s+)?triglycerides?|(?-i:TGs?))",
-             _MGDL + r"|mmol\s*/\s*L\b", _lipid(88.57), short=True),
+             _MGDL + r"|mmol\s*/\s*L\b", _triglycerides, short=True),
     _Analyte("total cholesterol", r"(?:(?<!HDL\s)(?<!LDL\s)(?<!HDL-)(?<!LDL-)(?:total\s+|serum\s+)?cholesterol)",
-             _MGDL + r"|mmol\s*/\s*L\b", _lipid(38.67)),
+             _MGDL + r"|mmol\s*/\s*L\b", _cholesterol),
     _Analyte("ldl cholesterol", r"(?:(?:(?-i:LDL)|low[\s-]+density\s+lipoprotein)(?:[\s-]+cholesterol|-C\b)?)",
-             _MGDL + r"|mmol\s*/\s*L\b", _lipid(38.67)),
+             _MGDL + r"|mmol\s*/\s*L\b", _cholesterol),
     _Analyte("chloride", _NOT_A_SALT + r"(?:chloride|(?-i:Cl)(?:-|\u2212)?)", _MEQ, _plain(50, 150), short=True),
     _Analyte("bicarbonate", _NOT_A_SALT + r"(?:(?:serum\s+)?bicarbonate|(?-i:HCO3)(?:-|\u2212)?)", _MEQ,
              _plain(2, 60), short=True),
