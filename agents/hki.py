@@ -653,7 +653,9 @@ class HKI:
 
         text = presentation
         if self.config.mask_denied_in_text and extraction is not None:
-            spans = [(e.start, e.end) for e in extraction.negated() if e.start is not None and e.start >= 0]
+            # (a normal value's denials are no words of a denial: its reading is left to the two steps below)
+            spans = [(e.start, e.end) for e in extraction.negated()
+                     if e.start is not None and e.start >= 0 and not e.measured]
             if spans:
                 text = mask(text, spans)
         if self.config.drop_vital_names_in_text:

@@ -114,7 +114,8 @@ def findings_block(extraction: Extraction | None) -> str:
     if extraction is None:
         return "Findings recognised: none."
     present = list(dict.fromkeys(e.text for e in extraction.current()))
-    absent = list(dict.fromkeys(e.text for e in extraction.negated()))
+    absent = list(dict.fromkeys(e.text for e in extraction.negated() if not e.measured))
+    normal = list(dict.fromkeys(e.text for e in extraction.negated() if e.measured))   # in-range values
     who = []
     if extraction.age_years is not None:
         who.append(f"age {extraction.age_years:g}")
@@ -124,6 +125,8 @@ def findings_block(extraction: Extraction | None) -> str:
              f"{'; '.join(present[:25]) or 'none'}."]
     if absent:
         lines.append(f"Stated as absent: {'; '.join(absent[:15])}.")
+    if normal:
+        lines.append(f"Measured within normal limits: {'; '.join(normal[:15])}.")
     if who:
         lines.append(f"Patient: {', '.join(who)}.")
     return "\n".join(lines)

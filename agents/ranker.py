@@ -166,6 +166,11 @@ class RankerConfig:
     curated_prior: float = 0.5
     named_prior: float = 1.0               # a finding names the disease itself ("acid reflux" = HP GERD = DO GERD)
     negation_mu: float = 0.6
+    # the share of negation_mu a finding denied only by an in-range measured value counts (platelets 250,000/mm3: no
+    # thrombocytopenia; creatinine 1.0 mg/dL: no raised creatinine): a routine panel's normal values are not the
+    # pertinent negatives a history chooses to state, and a disease's laboratory changes often come with its stage
+    # (the kidneys of TTP). 1: as a stated denial
+    reading_negation_share: float = 0.5
     # the share of a "may occur" edge's strength that a denied finding counts against the disease: an edge asserted
     # only by a MedQuAD sentence lists what can occur, not what usually does (1: as strong as for a present finding).
     # 0.5 (the one value tried) moved no dev case; halving HSDN edges too lost a MedQA dev question from the five
@@ -797,6 +802,9 @@ class KGRanker:
         cat = idx.category
         pos = [c for c in self._ids(findings) if c in cat]
         neg = [c for c in self._ids(negated) if c in cat and c not in pos]
+        # the denials that only an in-range measured value makes count a share (RankerConfig.reading_negation_share)
+        stated = {e.concept_id for e in negated or () if not isinstance(e, str) and not getattr(e, "measured", False)}
+        read_only = {c for c in neg if c not in stated} - {e for e in negated or () if isinstance(e, str)}
         pos = [c for c in pos if cat[c] in FINDING_CATEGORIES or cat[c] == "disease"]
         neg = [c for c in neg if cat[c] in FINDING_CATEGORIES]
         if cfg.degree_as_plain:
@@ -916,7 +924,8 @@ class KGRanker:
             for g in neg:
                 m = neg_prof[g].get(d)
                 if m is not None:
-                    score *= 1.0 - cfg.negation_mu * _denied_strength(m, cfg.negation_weak_share, cfg.source_agreement)
+                    mu = cfg.negation_mu * (cfg.reading_negation_share if g in read_only else 1.0)
+                    score *= 1.0 - mu * _denied_strength(m, cfg.negation_weak_share, cfg.source_agreement)
             for o, f in opposed.items():
                 m = opp_prof[o].get(d)
                 if m is not None and f not in fm:

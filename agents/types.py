@@ -27,6 +27,7 @@ class Entity(BaseModel):
     uncertain: bool = False            # hedged ("possible", "suspicious for"): ConText's possible existence
     section: str | None = None
     origin: Literal["rules", "llm", "both"] = "rules"
+    measured: bool = False             # read from a measured value (a vital sign, a laboratory number)
 
     @property
     def positive(self) -> bool:

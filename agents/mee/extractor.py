@@ -54,7 +54,7 @@ from agents.types import Category, Entity, Extraction
 from knowledge.text import fold
 
 from .demographics import find_age_sex, find_durations, illness_course, opening_relative
-from .findings import Finding, mask, resolve_overlaps
+from .findings import Finding, denials, mask, resolve_overlaps
 from .labs import find_lab_phrases, lab_finding, read_lab_values
 from .lay import find_lay_phrases
 from .travel import find_places
@@ -294,6 +294,8 @@ class MEE:
         plain = mask(text, denied_words) if denied_words else text
         findings = resolve_overlaps([vital_finding(r, age) for r in vitals] + [lab_finding(r, sex, age) for r in labs]
                                     + find_lab_phrases(plain) + find_lay_phrases(plain))
+        # an in-range value denies the findings it excludes (platelets 250,000/mm3: no thrombocytopenia)
+        findings = [g for f in findings for g in denials(f)]
 
         nlp = self.nlp
         doc = nlp.make_doc(text)
@@ -328,6 +330,7 @@ class MEE:
             section_attrs = getattr(pipeline["medspacy_sectionizer"], "assertion_attributes_mapping", None) or {}
 
         entities: list[Entity] = []
+        in_range: set[tuple[int, int]] = set()     # spans of in-range values (their entities are denials)
         for ent in doc.ents:
             meta = info.get((ent.start_char, ent.end_char))
             if meta is None:
@@ -358,6 +361,8 @@ class MEE:
                                                 # "I'm not hungry, and swallowing is difficult"
             start, end = ent.start_char, ent.end_char
             found = meta.get("finding")
+            if found is not None and found.get("in_range"):
+                in_range.add((found["start"], found["end"]))
             if found is not None:
                 # a measured value is a fact whatever negation cue precedes it; a result in words keeps the
                 # negation of its context ("no ST elevation") and its own ("troponin is normal")
@@ -369,6 +374,7 @@ class MEE:
                 link_score=float(meta.get("score", 0.0)), negated=negated, historical=historical,
                 family=family, hypothetical=flags.get("is_hypothetical", False),
                 uncertain=flags.get("is_uncertain", False), section=section, origin=meta.get("origin", "rules"),
+                measured=bool(found and found["measured"]),
             ))
             # A multi-expansion abbreviation (N/V -> nausea, vomiting) yields one entity per expansion.
             for extra in meta.get("extra_ids", []):
@@ -378,6 +384,7 @@ class MEE:
                         "concept_id": c2.id, "concept_name": c2.name,
                         "category": CATEGORY_MAP.get(c2.category, "symptom")}))
 
+        entities = _drop_contradicted_denials(entities, in_range)
         for s, e in demo_spans:
             entities.append(Entity(text=text[s:e], category="demographic", start=s, end=e, link_score=1.0))
         entities.sort(key=lambda x: (x.start, x.end))
@@ -510,7 +517,7 @@ class MEE:
             out.append((span, {"ids": ids[:1], "extra_ids": ids[1:], "score": 1.0, "origin": "rules",
                                "category": "symptom", "name": group[0].name,
                                "finding": {"start": s, "end": e, "measured": group[0].measured,
-                                           "negated": group[0].negated}}))
+                                           "negated": group[0].negated, "in_range": group[0].in_range}}))
         return out
 
     def _fuzzy_spans(self, doc, kept: list, by_pos: dict, demo_spans) -> list:
@@ -748,6 +755,29 @@ def _section_of(doc, ent, section_attrs: dict[str, dict[str, Any]], flags: dict[
     for name, value in section_attrs[category].items():
         flags[name] = flags.get(name, False) or bool(value)
     return category
+
+
+def _drop_contradicted_denials(entities: list[Entity], in_range: set[tuple[int, int]]) -> list[Entity]:
+    """Without the denials an in-range value made that the presentation contradicts: a temperature of 37.1 °C
+    today does not deny the fever of the history ("fevers for a week"), nor "recurrent fever". A denial goes when a
+    current entity of the same concept, or one whose name contains the denied finding's name, is present."""
+    if not in_range:
+        return entities
+    present = [e for e in entities if e.current and e.concept_id]
+    ids = {e.concept_id for e in present}
+    names = [_fold_name(e.concept_name or "") for e in present]
+
+    def contradicted(e: Entity) -> bool:
+        own = _fold_name(e.concept_name or "")
+        return e.concept_id in ids or bool(own) and any(own in n for n in names)
+
+    return [e for e in entities if not (e.negated and (e.start, e.end) in in_range and contradicted(e))]
+
+
+def _fold_name(name: str) -> str:
+    """A concept name folded for containment tests: lower case, single spaces, padded ("fever" is in
+    "recurrent fever", not in "feverfew")."""
+    return f" {' '.join(name.lower().split())} " if name.strip() else ""
 
 
 def _dedupe(entities: list[Entity]) -> list[Entity]:

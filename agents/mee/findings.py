@@ -126,8 +126,9 @@ class Reading:
 class Finding:
     """What a reading or a test-result phrase means, with its character span.
 
-    ``key`` names the finding (``"fever"``); ``None`` marks a reading inside its reference range (no entity).
-    ``measured``: a number was read, so a negation cue around it does not apply (a measured pulse of 120/min is a
+    ``key`` names the finding (``"fever"``); ``None`` marks a reading inside its reference range (no entity of its
+    own). ``rules_out``: the findings such an in-range reading excludes (a platelet count of 250,000/mm3 is neither
+    thrombocytopenia nor thrombocytosis; :func:`denials` turns them into denied findings). ``measured``: a number was read, so a negation cue around it does not apply (a measured pulse of 120/min is a
     fact); a phrase such as "ST elevation" is not measured and keeps the negation of its context ("no ST
     elevation"). ``negated``: the phrase itself says the result is normal or negative ("troponin is normal").
     """
@@ -143,18 +144,37 @@ class Finding:
     unit: str = ""
     measured: bool = True
     negated: bool = False
+    rules_out: tuple[str, ...] = ()
+    in_range: bool = False           # a denial read from an in-range value (see :func:`denials`)
 
     @property
     def abnormal(self) -> bool:
         return self.key is not None
 
 
-def finding(reading: Reading, key: str | None) -> Finding:
-    """The finding of a reading under the key ``key`` (``None``: within the reference range)."""
+def finding(reading: Reading, key: str | None, rules_out: tuple[str | None, ...] = ()) -> Finding:
+    """The finding of a reading under the key ``key`` (``None``: within the reference range, in which case the
+    findings of ``rules_out`` are the ones the value excludes)."""
     concept = FINDING_CONCEPTS.get(key) if key else None
     return Finding(start=reading.start, end=reading.end, text=reading.text, analyte=reading.analyte, key=key,
                    name=concept.name if concept else "", concept_ids=concept.ids if concept else (),
-                   value=reading.value, unit=reading.unit)
+                   value=reading.value, unit=reading.unit,
+                   rules_out=() if key else tuple(dict.fromkeys(k for k in rules_out if k)))
+
+
+def denials(f: Finding) -> list[Finding]:
+    """An in-range reading as the findings it excludes, each denied (same span, ``negated`` and ``in_range``):
+    "platelets 250,000/mm3" denies thrombocytopenia and thrombocytosis, "temperature 36.8 °C" denies fever. Any
+    other finding is returned as it is."""
+    if f.key is not None or not f.rules_out:
+        return [f]
+    out = []
+    for k in f.rules_out:
+        concept = FINDING_CONCEPTS[k]
+        out.append(Finding(start=f.start, end=f.end, text=f.text, analyte=f.analyte, key=k, name=concept.name,
+                           concept_ids=concept.ids, value=f.value, unit=f.unit, measured=True, negated=True,
+                           in_range=True))
+    return out
 
 
 def resolve_overlaps(findings: Iterable[Finding]) -> list[Finding]:
@@ -233,6 +253,7 @@ __all__ = [
     "FindingConcept",
     "PhraseRule",
     "Reading",
+    "denials",
     "finding",
     "mask",
     "parse_number",

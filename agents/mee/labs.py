@@ -351,10 +351,14 @@ _LIMITS: dict[str, tuple[str | None, float | None, str | None, float | None]] = 
 
 
 def lab_finding(reading: Reading, sex: str | None = None, age_years: float | None = None) -> Finding:
-    """The finding of one numeric laboratory value (``key=None`` inside the reference range)."""
+    """The finding of one numeric laboratory value (``key=None`` inside the reference range, with the findings the
+    value rules out in ``rules_out``)."""
     v = reading.value
     a = reading.analyte
-    key: str | None = None
+    low_key: str | None = None
+    high_key: str | None = None
+    low: float | None = None
+    high: float | None = None
     if a == "hemoglobin":
         if age_years is not None and age_years < 5:
             low = 11.0
@@ -365,24 +369,25 @@ def lab_finding(reading: Reading, sex: str | None = None, age_years: float | Non
         else:
             low = 13.0 if sex == "male" else 12.0
         high = 16.0 if sex == "female" else 17.5
-        key = "anemia" if v < low else "increased hemoglobin" if v > high else None
+        low_key, high_key = "anemia", "increased hemoglobin"
     elif a == "creatinine":
-        limit = 1.3 if sex == "male" else 1.1 if sex == "female" else 1.2
-        key = "elevated creatinine" if v > limit else None
+        high_key, high = "elevated creatinine", 1.3 if sex == "male" else 1.1 if sex == "female" else 1.2
     elif a == "hba1c":
-        key = "elevated hba1c" if v >= 5.7 else None
+        # inclusive limit: 5.7 % is prediabetes
+        high_key, high = "elevated hba1c", 5.7 - 1e-9
     elif a == "esr":
-        key = "elevated esr" if v > (30 if sex == "female" else 20) else None
+        high_key, high = "elevated esr", 30 if sex == "female" else 20
     elif a == "alp":
         # children's bones make alkaline phosphatase: the adult limit says nothing below 18
-        key = "elevated alp" if v > 150 and (age_years is None or age_years >= 18) else None
+        if age_years is None or age_years >= 18:
+            high_key, high = "elevated alp", 150
     elif a == "ferritin":
-        key = "decreased ferritin" if v < 15 else \
-            "increased ferritin" if v > (200 if sex == "female" else 300) else None
+        low_key, low = "decreased ferritin", 15
+        high_key, high = "increased ferritin", 200 if sex == "female" else 300
     elif a in _LIMITS:
         low_key, low, high_key, high = _LIMITS[a]
-        key = low_key if low is not None and v < low else high_key if high is not None and v > high else None
-    return finding(reading, key)
+    key = low_key if low is not None and v < low else high_key if high is not None and v > high else None
+    return finding(reading, key, (low_key if low is not None else None, high_key if high is not None else None))
 
 
 # ---------------------------------------------------------------------------------------------- results in words

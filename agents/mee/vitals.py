@@ -200,31 +200,40 @@ def _longest_first(readings: list[Reading]) -> list[Reading]:
 
 
 def vital_finding(reading: Reading, age_years: float | None = None) -> Finding:
-    """The finding of one vital-sign reading (``key=None`` when it is within the limits)."""
+    """The finding of one vital-sign reading (``key=None`` when it is within the limits, with the findings the
+    reading rules out in ``rules_out``: a temperature of 36.8 °C is no fever, a pulse of 80/min neither tachycardia
+    nor bradycardia; a value in the grey zone — 37.8-37.9 °C, a saturation of 92-94 % — rules nothing out)."""
     lim = vital_limits(age_years)
     v = reading.value
     key: str | None = None
+    rules_out: tuple[str | None, ...] = ()
     if reading.analyte == "temperature":
         key = ("fever" if v >= 38.0 else "low-grade fever" if v >= 37.8 else "hypothermia" if v < 35.0
                else None)
+        rules_out = ("fever",)
     elif reading.analyte == "pulse":
         key = "tachycardia" if v > lim.pulse_high else "bradycardia" if v < lim.pulse_low else None
+        rules_out = ("tachycardia", "bradycardia")
     elif reading.analyte == "respirations":
         key = "tachypnea" if v > lim.respirations_high else None
+        rules_out = ("tachypnea",)
     elif reading.analyte == "blood pressure":
         dia = reading.value2
         if v < lim.systolic_low:
             key = "hypotension"
         elif lim.adult_pressure and (v >= 140 or (dia is not None and dia >= 90)):
             key = "elevated blood pressure"
+        rules_out = ("hypotension", "elevated blood pressure" if lim.adult_pressure else None)
     elif reading.analyte == "oxygen saturation":
         key = "hypoxemia" if v < 92 else None
+        rules_out = ("hypoxemia",) if v >= 95 else ()
     elif reading.analyte == "PaO2":
         key = "hypoxemia" if v < 80 else None
+        rules_out = ("hypoxemia",)
     elif reading.analyte == "BMI":
         adult = age_years is None or age_years >= 18
         key = "obesity" if v >= 30 else "underweight" if (v < 18.5 and adult) else None
-    return finding(reading, key)
+    return finding(reading, key, rules_out)
 
 
 def find_vitals(text: str, age_years: float | None = None) -> list[Finding]:

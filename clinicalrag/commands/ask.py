@@ -149,7 +149,7 @@ def render(r: dict) -> str:
     if ents:
         pos = [finding_label(e) for e in ents if e.get("category") != "demographic"   # age and sex close the line
                and not (e.get("negated") or e.get("family") or e.get("hypothetical"))]
-        neg = [finding_label(e) for e in ents if e.get("negated")]
+        neg = finding_labels([e for e in ents if e.get("negated")])
         places = ", ".join(f"{p['text']} ({', '.join(g.replace('_', ' ') for g in p.get('regions') or [])})"
                            for p in ex.get("places") or [])
         course = _course_words(ex.get("course"))
@@ -216,6 +216,22 @@ def finding_label(e: dict) -> str:
     if not name or e.get("category") == "demographic" or said == words or said in words:
         return text
     return f"{text} ({name})"
+
+
+def finding_labels(ents: list[dict]) -> list[str]:
+    """:func:`finding_label` of each entity, those of one span joined: a normal platelet count denies two findings,
+    "Platelet count 250,000/mm3 (thrombocytopenia, Thrombocytosis)"."""
+    groups: dict[tuple, list[dict]] = {}
+    for e in ents:
+        groups.setdefault((e.get("start"), e.get("end"), e.get("text")), []).append(e)
+    out = []
+    for (_, _, text), group in groups.items():
+        if len(group) == 1:
+            out.append(finding_label(group[0]))
+            continue
+        names = [n for n in dict.fromkeys(g.get("concept_name") or "" for g in group) if n]
+        out.append(f"{text} ({', '.join(names)})" if names else text or "")
+    return out
 
 
 def claims_text(r: dict) -> str:

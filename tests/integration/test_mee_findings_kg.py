@@ -226,12 +226,31 @@ def test_vignette_vital_signs_and_labs(kg, mee):
     ("Arterial blood gas: pH 7.21, PCO2 28 mm Hg, HCO3- 11 mEq/L.", "HP:0012417", False),
     ("Serum uric acid is 10.2 mg/dL.", "HP:0002149", False),
     ("A complete blood count is normal.", "SYMP:0000114", True),
+    # an in-range value denies the findings it excludes
+    ("Platelet count is 250,000/mm3.", "SYMP:0000114", True),
+    ("Platelet count is 250,000/mm3.", "HP:0001894", True),
+    ("Temperature is 36.8°C (98.2°F).", "SYMP:0000613", True),
+    ("Pulse is 82/min.", "SYMP:0000529", True),
 ])
 def test_test_results_link_to_concepts(kg, mee, text, cid, negated):
     ex = mee.extract(text)
     hits = [e for e in ex.entities if e.concept_id == cid]
     assert hits, f"{cid} not found in {[(e.text, e.concept_id) for e in ex.entities]}"
     assert hits[0].negated == negated and kg.concept(cid) is not None
+
+
+def test_an_in_range_value_does_not_deny_what_the_history_states(mee):
+    # today's normal temperature does not deny the week of fevers; the normal platelet count still denies
+    # thrombocytopenia, the normal pulse tachycardia
+    ex = mee.extract("He has had fevers for a week. Temperature is 37.1°C, pulse 84/min, platelets 250,000/mm3.")
+    fever = [e for e in ex.entities if e.concept_id == "SYMP:0000613"]
+    assert fever and all(e.current for e in fever), [(e.text, e.negated) for e in fever]
+    _, neg = ranking_findings(ex)
+    assert {"SYMP:0000114", "SYMP:0000529"} <= {e.concept_id for e in neg}
+    assert "SYMP:0000613" not in {e.concept_id for e in neg}
+    # a grey-zone saturation (93 %) neither is hypoxaemia nor denies it
+    ex = mee.extract("Oxygen saturation is 93% on room air.")
+    assert "SYMP:0000303" not in {e.concept_id for e in ex.entities}
 
 
 def test_no_st_changes_is_no_finding(mee):

@@ -661,3 +661,23 @@ def test_a_one_way_pair_widens_only_its_first_finding(kg, ranker):
     tired = Entity(text="tired all the time", category="symptom", concept_id=fatigue)
     on_t, off_t = ranker.scores([rash, tired]), off_ranker.scores([rash, tired])
     assert any(on_t.get(d, 0.0) > off_t.get(d, 0.0) for d in malaise_only)
+
+
+def test_a_finding_denied_only_by_a_normal_value_counts_less(kg, ranker):
+    """A normal creatinine measured in a routine panel lowers thrombotic thrombocytopenic purpura (whose annotations
+    expect a raised creatinine) less than a stated denial does, by RankerConfig.reading_negation_share; a stated
+    denial of the same finding beside the measured one counts in full."""
+    from dataclasses import replace
+
+    ttp, creat = "DOID:10772", "HP:0003259"
+    assert ranker.index.profile(creat, False).get(ttp) is not None
+    pos = [Entity(text=t, category="symptom", concept_id=c) for t, c in (
+        ("platelets 18,000", "SYMP:0000114"), ("petechiae", "SYMP:0000760"), ("fever", "SYMP:0000613"))]
+    measured = Entity(text="creatinine 1.0 mg/dL", category="symptom", concept_id=creat, negated=True, measured=True)
+    stated = measured.model_copy(update={"text": "renal function is normal", "measured": False})
+    none_s = ranker.scores(pos)[ttp]
+    measured_s, stated_s = ranker.scores(pos, [measured])[ttp], ranker.scores(pos, [stated])[ttp]
+    assert stated_s < measured_s < none_s
+    assert ranker.scores(pos, [measured, stated])[ttp] == pytest.approx(stated_s)
+    full = KGRanker(kg, replace(ranker.config, reading_negation_share=1.0))
+    assert full.scores(pos, [measured])[ttp] == pytest.approx(stated_s)

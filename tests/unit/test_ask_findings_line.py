@@ -35,6 +35,22 @@ def test_the_findings_line_leaves_age_and_sex_to_its_end():
     assert line == "Findings: back (backache) | absent: fever | 62 y, male"
 
 
+def test_the_findings_a_normal_value_denies_are_shown_once_with_both_names():
+    from clinicalrag.commands.ask import render
+
+    r = {"status": "verified", "answer": "", "latency_ms": 12.0, "run_id": "r1", "extraction": {"entities": [
+        {"text": "aPTT 62 s", "start": 40, "end": 49, "category": "symptom",
+         "concept_name": "Prolonged partial thromboplastin time"},
+        {"text": "platelets 250,000/mm3", "start": 10, "end": 31, "category": "symptom",
+         "concept_name": "thrombocytopenia", "negated": True, "measured": True},
+        {"text": "platelets 250,000/mm3", "start": 10, "end": 31, "category": "symptom",
+         "concept_name": "Thrombocytosis", "negated": True, "measured": True},
+        {"text": "fever", "start": 0, "end": 5, "category": "symptom", "concept_name": "fever", "negated": True}]}}
+    [line] = [x for x in render(r).splitlines() if x.startswith("Findings:")]
+    assert line == ("Findings: aPTT 62 s (Prolonged partial thromboplastin time) | absent: platelets 250,000/mm3 "
+                    "(thrombocytopenia, Thrombocytosis), fever")
+
+
 @pytest.mark.parametrize("course, tail", [("acute", "62 y, male, complaints of 2 weeks or less"),
                                           ("chronic", "62 y, male, complaints of 8 weeks or more"), (None, "62 y, male")])
 def test_the_findings_line_says_how_long_the_complaints_have_lasted(course, tail):

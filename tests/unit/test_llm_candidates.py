@@ -303,3 +303,20 @@ def test_a_first_choice_the_evidence_contradicts_is_not_kept_first():
     leading = [_c("D:model", 0.4, model=1, kg=1), _c("D:kg", 0.3, kg=2)]
     assert keep_model_first(leading, within=5) == leading
     assert keep_model_first([_c("D:kg", 0.4, kg=1)], within=5) == [_c("D:kg", 0.4, kg=1)]
+
+
+def test_the_findings_block_tells_normal_values_from_stated_absences():
+    from agents.proposer import findings_block
+    from agents.types import Entity, Extraction
+
+    ex = Extraction(entities=[
+        Entity(text="aPTT 62 s", category="symptom", concept_id="HP:0003645", measured=True),
+        Entity(text="no fever", category="symptom", concept_id="SYMP:0000613", negated=True),
+        Entity(text="platelets 250,000/mm3", category="symptom", concept_id="SYMP:0000114", negated=True,
+               measured=True),
+        Entity(text="platelets 250,000/mm3", category="symptom", concept_id="HP:0001894", negated=True,
+               measured=True)], age_years=7, sex="male")
+    lines = findings_block(ex).splitlines()
+    assert "Stated as absent: no fever." in lines
+    assert "Measured within normal limits: platelets 250,000/mm3." in lines
+    assert lines[0].endswith("aPTT 62 s.") and lines[-1] == "Patient: age 7, male."

@@ -69,9 +69,14 @@ def test_vital_signs_become_finding_entities(mee):
     assert ex.age_years == 45 and ex.sex == "female"
 
 
-def test_normal_vitals_give_no_entity(mee):
-    ex = mee.extract("Vitals: T 37.0 °C, pulse 80/min, RR 16, BP 120/80 mm Hg, SpO2 98% RA.")
-    assert ex.entities == []
+def test_normal_vitals_give_only_the_denials_they_make(mee):
+    # no positive finding, and no finding from the words inside the readings ("blood pressure", "RA"): each normal
+    # value denies what it rules out, as a measured denial over the reading's span
+    text = "Vitals: T 37.0 °C, pulse 80/min, RR 16, BP 120/80 mm Hg, SpO2 98% RA."
+    ex = mee.extract(text)
+    assert ex.entities and all(e.negated and e.measured for e in ex.entities)
+    assert {text[e.start:e.end] for e in ex.entities} == {"T 37.0 °C", "pulse 80/min", "RR 16", "BP 120/80 mm Hg",
+                                                          "SpO2 98% RA"}
 
 
 def test_a_temperature_is_not_an_age(mee):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.mee.findings import FINDING_CONCEPTS, Finding, mask, parse_number, resolve_overlaps
+from agents.mee.findings import FINDING_CONCEPTS, Finding, denials, mask, parse_number, resolve_overlaps
 from agents.mee.labs import find_lab_phrases, find_labs, lab_finding, load_phrase_table, read_lab_values
 from agents.mee.sections import section_scope_end
 from agents.mee.vitals import find_vitals, read_vitals, vital_finding, vital_limits
@@ -384,3 +384,48 @@ def test_every_analyte_has_limits_and_every_limit_a_concept():
     assert {a.key for a in _ANALYTES} == set(_LIMITS) | read_apart
     keys = {k for low, _, high, _ in _LIMITS.values() for k in (low, high) if k}
     assert keys <= set(FINDING_CONCEPTS)
+
+
+# ------------------------------------------------------------------------------------------ in-range values deny
+
+@pytest.mark.parametrize("text, rules_out", [
+    ("platelets 250,000/mm3", ("thrombocytopenia", "thrombocytosis")),
+    ("sodium 140 mEq/L", ("hyponatremia", "hypernatremia")),
+    ("creatinine 0.9 mg/dL", ("elevated creatinine",)),
+    ("hemoglobin 14 g/dL", ("anemia", "increased hemoglobin")),
+    ("aPTT 30 s", ("prolonged ptt",)),
+])
+def test_an_in_range_lab_value_rules_its_findings_out(text, rules_out):
+    (r,) = read_lab_values(text)
+    f = lab_finding(r)
+    assert f.key is None and f.rules_out == rules_out
+    got = denials(f)
+    assert [g.key for g in got] == list(rules_out)
+    assert all(g.negated and g.in_range and g.measured and (g.start, g.end) == (f.start, f.end) for g in got)
+    assert all(g.concept_ids == FINDING_CONCEPTS[g.key].ids for g in got)
+
+
+def test_an_abnormal_value_rules_nothing_out():
+    (r,) = read_lab_values("platelets 45,000/mm3")
+    f = lab_finding(r)
+    assert f.key == "thrombocytopenia" and f.rules_out == () and denials(f) == [f]
+
+
+def test_a_child_alkaline_phosphatase_rules_nothing_out():
+    (r,) = read_lab_values("alkaline phosphatase 120 U/L")
+    assert lab_finding(r, age_years=10).rules_out == ()
+    assert lab_finding(r, age_years=40).rules_out == ("elevated alp",)
+
+
+@pytest.mark.parametrize("text, age, rules_out", [
+    ("temperature 36.8 °C", None, ("fever",)),
+    ("temperature 37.9 °C", None, ()),                      # low-grade fever: a finding, nothing denied
+    ("pulse 80/min", None, ("tachycardia", "bradycardia")),
+    ("blood pressure 118/76 mm Hg", 40, ("hypotension", "elevated blood pressure")),
+    ("blood pressure 118/76 mm Hg", 8, ("hypotension",)),   # no adult hypertension limit for a child
+    ("oxygen saturation 98%", None, ("hypoxemia",)),
+    ("oxygen saturation 93%", None, ()),                    # grey zone: neither hypoxaemia nor its denial
+])
+def test_an_in_range_vital_sign_rules_its_findings_out(text, age, rules_out):
+    (r,) = read_vitals(text)
+    assert vital_finding(r, age_years=age).rules_out == rules_out
