@@ -21,7 +21,8 @@ from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
-from .subtypes import demote_known, has_subtype_pair, known_conditions, mark_relatives, name_subtypes_first
+from .subtypes import (demote_known, has_subtype_pair, is_known, known_conditions, known_or_broader, mark_relatives,
+                       name_subtypes_first)
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction, ProposedDiagnosis
 
@@ -78,6 +79,7 @@ class RetrievalParams:
     relatives_depth: int = 2           # a later candidate this many is_a steps from an earlier one says how they relate
     fold_relatives: bool = False       # ... or is folded into it (subtypes.mark_relatives; off: dev halves, results.md)
     known_condition_factor: float = 1.0  # on a candidate the patient knowingly has (subtypes.demote_known; 1: marked)
+    known_by_words: bool = True        # the word searches' ranks count for a known condition (its name finds its pages)
     ruled_out_factor: float = 0.1      # on a candidate a stated test result excludes (must_not_miss.demote; 1: marked)
     use_against: bool = True           # findings that argue against a candidate move it down (agents/against.py)
     against_factor: float = 0.1        # ... its score times this once per rule, at most twice (1: marked only)
@@ -119,6 +121,7 @@ class RetrievalParams:
                    relatives_depth=getattr(cfg, "relatives_depth", 2),
                    fold_relatives=getattr(cfg, "fold_relatives", False),
                    known_condition_factor=getattr(cfg, "known_condition_factor", 1.0),
+                   known_by_words=getattr(cfg, "known_by_words", True),
                    ruled_out_factor=getattr(cfg, "ruled_out_factor", 0.1),
                    use_against=getattr(cfg, "use_against", True),
                    against_factor=getattr(cfg, "against_factor", 0.1))
@@ -553,12 +556,16 @@ class HKI:
             # are offered, and said to be text-only (the grader escalates the answer)
             warnings.append("no clinical finding was recognised: the differential comes from the reference texts "
                             "alone")
+        # the patient's known conditions: their names in the presentation find their pages, which says nothing of the
+        # present illness (RetrievalParams.known_by_words)
+        known = known_conditions(extraction.entities, self.kg) if extraction is not None else {}
+        words_blind = known_or_broader(known, self.kg) if known and not p.known_by_words else {}
         if positives or not p.use_entities or proposals or text_only:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained,
                                     site_hits=site_hits, sign_hits=sign_hits, regions=regions, course=course,
-                                    risk_hits=risk_hits)
+                                    risk_hits=risk_hits, words_blind=words_blind)
         # what each candidate found by text alone explains of the findings: the confidence compares it, and the
         # prior's evidence features read it
         if candidates and extraction is not None and hasattr(ranker, "explained"):
@@ -573,7 +580,6 @@ class HKI:
             own = self._own_scores(ranker, findings_used, extraction, regions, course)
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if candidates and extraction is not None:
-            known = known_conditions(extraction.entities, self.kg)
             candidates = demote_known(candidates, known, self.kg, p.known_condition_factor)
         if candidates and self.against is not None and p.use_against:   # what the patient has that it does not explain
             candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
@@ -694,7 +700,8 @@ class HKI:
               proposals: list[ProposedDiagnosis] | None = None,
               explained: dict[str, Candidate] | None = None, site_hits: list | None = None,
               sign_hits: list | None = None, regions: Sequence[str] = (),
-              course: str | None = None, risk_hits: dict | None = None) -> list[Candidate]:
+              course: str | None = None, risk_hits: dict | None = None,
+              words_blind: dict[str, str] | None = None) -> list[Candidate]:
         """Reciprocal-rank fusion of up to six rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
         them) matches the presentation best (BM25), the diseases of the organs under a localised pain
@@ -704,7 +711,9 @@ class HKI:
         A disease the rankings agree on rises; one found only by text or only by the model can enter. A disease a
         stated exposure makes likelier (``risk_hits``: disease id -> the exposures' mentions) has its fused score
         multiplied by ``p.risk_factor_boost`` to the power of the exposures' weights (at most 2). A proposed
-        disease that expects findings the patient does not have is demoted (the reason is kept)."""
+        disease that expects findings the patient does not have is demoted (the reason is kept). A known condition
+        of the patient (``words_blind``: :func:`subtypes.known_or_broader`) gets no part from the chunk and page
+        rankings: the presentation names it."""
         page_rank = page_rank or {}
         site_rank = {h.concept_id: h.rank for h in site_hits or []}
         site_why = {h.concept_id: f"it is located in the {h.organ_name}, under the {h.region} pain ({h.finding})"
@@ -749,6 +758,7 @@ class HKI:
             """(fused score, reasons, origins, ranks) of a disease; ``knowledge[did]``: the score without the
             model's part."""
             score, why, origins, ranks = 0.0, [], [], {}
+            blind = bool(words_blind) and is_known(did, words_blind, self.kg) is not None
             for key, rank, w, text in (
                     ("kg", kg_rank.get(did), 1.0, None),
                     ("text", text_rank.get(did), cfg.text_weight, "its reference chunks rank {r} in the text search"),
@@ -759,7 +769,7 @@ class HKI:
                     ("model", model_rank.get(did), p.model_weight, "the language model proposed it at rank {r}"),
                     ("alt", alt_rank.get(did), p.alternative_weight,
                      "the language model named it as an alternative at rank {r}")):
-                if not rank:
+                if not rank or (blind and key in ("text", "page")):
                     continue
                 ranks[key] = rank
                 origins.append("model" if key == "alt" else key)   # who put it forward: the model, either call

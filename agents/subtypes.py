@@ -135,6 +135,22 @@ def known_conditions(entities: list[Any], kg: Any) -> dict[str, str]:
     return out
 
 
+def known_or_broader(known: dict[str, str], kg: Any, depth: int = 1) -> dict[str, str]:
+    """The known conditions (id -> words) and their broader terms (``is_a`` up to ``depth`` steps), each with the
+    words of the condition it comes from."""
+    above: dict[str, str] = {}
+    for kid, words in known.items():
+        for a in (kid, *kg.ancestors(kid, depth)):
+            above.setdefault(a, words)
+    return above
+
+
+def is_known(cid: str, above: dict[str, str], kg: Any) -> str | None:
+    """The words of the known condition ``cid`` is (or another id of it is) in ``above``
+    (:func:`known_or_broader`), else None."""
+    return next((above[i] for i in (cid, *sorted(kg.equivalents(cid))) if i in above), None)
+
+
 def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, factor: float = 1.0,
                  depth: int = 1) -> list[Candidate]:
     """Marks the candidates that are a condition the patient is known to have (``known``: id -> words, from
@@ -146,14 +162,10 @@ def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, fa
     never dropped."""
     if not known or not candidates:
         return candidates
-    above: dict[str, str] = {}
-    for kid, words in known.items():
-        for a in (kid, *kg.ancestors(kid, depth)):
-            above.setdefault(a, words)
+    above = known_or_broader(known, kg, depth)
     out = []
     for c in candidates:
-        ids = (c.concept_id, *sorted(kg.equivalents(c.concept_id)))
-        words = next((above[i] for i in ids if i in above), None)
+        words = is_known(c.concept_id, above, kg)
         if words is None:
             out.append(c)
             continue
@@ -166,4 +178,5 @@ def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, fa
     return out
 
 
-__all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first", "known_conditions", "demote_known"]
+__all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first", "known_conditions", "known_or_broader",
+           "is_known", "demote_known"]

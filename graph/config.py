@@ -70,6 +70,12 @@ class PipelineConfig(BaseModel):
     # score is multiplied by known_condition_factor (1: only marked; subtypes.demote_known). 0.5 on the dev halves
     # moved 46 DDXPlus cases, mostly down: there a known asthma, COPD or anaemia is often the answer (an exacerbation)
     known_condition_factor: float = Field(1.0, ge=0.0, le=1.0)
+    # a condition the patient is known to have ("a man with type 1 diabetes has ...") keeps the ranks the chunk and
+    # page searches give it (off: only its knowledge-graph ranking counts, since its name in the presentation finds
+    # its pages whatever the present illness is). Off was tried on the dev halves (2026-12-05): the diabetic with
+    # ketoacidosis had it 2nd instead of 9th, but DDXPlus top-5 fell 71.0 -> 64.3 (its patients' "history of
+    # pericarditis" or known asthma is often the answer, a recurrence) and MedQA did not move: on by default
+    known_by_words: bool = True
     # a candidate that a result stated in the presentation excludes (a negative CT pulmonary angiogram, pulmonary
     # embolism; the must-not-miss rules' ruled_out_by) says so, its score is multiplied by ruled_out_factor and, below
     # 1, it is placed after every open candidate (1: only marked). Set by reasoning, not fitted: such a result settles

@@ -236,3 +236,30 @@ def test_a_candidate_whose_only_evidence_is_its_ncit_definition_keeps_its_place(
     assert item is not None, [d["diagnosis"] for d in res["differential"]]
     assert any(c.startswith(f"G:{gerd}#NCIT:") for c in item["citations"]), item["citations"]
     assert len(res["differential"]) == 5
+
+
+DKA = ("A 19-year-old man with type 1 diabetes mellitus has had vomiting and abdominal pain for a day. He is drowsy and "
+       "breathing deeply and fast. Pulse 118/min, blood pressure 96/60 mm Hg. Glucose 520 mg/dL, pH 7.12, bicarbonate "
+       "8 mEq/L, PaCO2 22 mm Hg, potassium 5.6 mEq/L.")
+
+
+def test_a_known_condition_can_be_ranked_without_the_pages_its_name_finds(rag):
+    """The diabetic's "type 1 diabetes mellitus" is a known condition, marked so; by default the chunk and page
+    searches its name leads count for it; with known_by_words off only its knowledge-graph ranking does, and
+    diabetic ketoacidosis (its deep, fast breathing, acidosis, low bicarbonate, hyperglycaemia) rises into the five."""
+    from graph.config import PipelineConfig
+
+    t1dm, dka = "DOID:9744", "DOID:1837"
+    on = rag.ask(DKA, PipelineConfig(), audit=False)
+    first = on["candidates"][0]
+    assert first["concept_id"] == t1dm and first.get("known_condition"), first["name"]
+    assert {"text", "page"} & set(first["ranks"]), first["ranks"]
+    off = rag.ask(DKA, PipelineConfig(known_by_words=False), audit=False)
+    item = next(c for c in off["candidates"] if c["concept_id"] == t1dm)
+    assert not {"text", "page"} & set(item["ranks"]), item["ranks"]
+    def place(res: dict) -> int:
+        ids = [c["concept_id"] for c in res["candidates"]]
+        return ids.index(dka) if dka in ids else len(ids)
+
+    assert place(off) < 5 and place(off) < place(on), ([c["name"] for c in on["candidates"]],
+                                                       [c["name"] for c in off["candidates"]])
