@@ -19,8 +19,10 @@ Deterministic path (always on):
    mm Hg", "SpO2 88%", "sodium 125 mEq/L" outside their reference limits, and results in words ("elevated
    troponin", "ST elevation", "positive ANA") become finding entities (category "symptom", linked to Symptom
    Ontology or HPO concepts) with the exact character span of the expression. A reading is read as a whole: the
-   words inside it are not matched again, and a reading inside its limits yields no entity at all. A measured value
-   ignores negation cues; a result in words keeps the negation of its context and its own ("troponin is normal").
+   words inside it are not matched again, and a reading inside its limits gives only the denials of what it rules
+   out ("platelets 250,000/mm3": no thrombocytopenia, no thrombocytosis; marked ``measured``), left out when the
+   presentation states the finding ("fevers for a week" beside today's 37.1 °C). A measured value ignores negation
+   cues; a result in words keeps the negation of its context and its own ("troponin is normal").
    The same concept found by the vocabulary elsewhere ("fever" and "temperature 39.2°C") is listed once.
 6. medspaCy ConText (negation, history, family, hypothetical) and Sectionizer (family-history section -> family,
    past-medical-history and "History:" sections -> historical, allergies -> hypothetical). A section's flag

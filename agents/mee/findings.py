@@ -3,8 +3,9 @@
 A *reading* is a value written in the presentation ("pulse is 120/min", "sodium 125 mEq/L") with its character
 span; a *finding* is what a reading means clinically (tachycardia, hyponatremia) together with the knowledge-graph
 concept ids that name it. A reading inside its reference range still yields a :class:`Finding`, with ``key`` set to
-``None``: it produces no entity, but its span tells the extractor not to read the words inside it as findings of
-their own (the bare words "blood pressure" in "blood pressure is 120/80 mm Hg" are not a symptom).
+``None`` and the findings it rules out in ``rules_out`` (:func:`denials` makes them denied findings); its span tells
+the extractor not to read the words inside it as findings of their own (the bare words "blood pressure" in "blood
+pressure is 120/80 mm Hg" are not a symptom).
 
 The concept ids of every finding are listed in :data:`FINDING_CONCEPTS`, best first: a Symptom Ontology concept
 where one exists, else a Human Phenotype Ontology concept; the extractor takes the first id its vocabulary knows.
