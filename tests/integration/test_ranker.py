@@ -681,3 +681,20 @@ def test_a_finding_denied_only_by_a_normal_value_counts_less(kg, ranker):
     assert ranker.scores(pos, [measured, stated])[ttp] == pytest.approx(stated_s)
     full = KGRanker(kg, replace(ranker.config, reading_negation_share=1.0))
     assert full.scores(pos, [measured])[ttp] == pytest.approx(stated_s)
+
+
+def test_bruises_meet_the_diseases_that_list_bruising_easily(kg, ranker):
+    """A patient's bruises (Symptom Ontology "bruise") reach the diseases whose HPO entry names bruising
+    susceptibility or ecchymosis (no cross-reference joins them); with the table off most do not."""
+    from dataclasses import replace
+
+    bruise, easy = "SYMP:0000406", "HP:0000978"
+    only_easy = [d for d in ranker.index.profile(easy, False) if d not in ranker.index.profile(bruise, False)]
+    assert len(only_easy) > 20
+    ent = Entity(text="bruises on his legs", category="symptom", concept_id=bruise)
+    on_s = ranker.scores([ent])
+    off_s = KGRanker(kg, replace(ranker.config, related_discount=0.0)).scores([ent])
+    assert all(on_s.get(d, 0.0) > 0 for d in only_easy)
+    # with the table off most of them are out of reach (a few still come through a subtype they speak for)
+    gained = [d for d in only_easy if not off_s.get(d, 0.0)]
+    assert len(gained) > 20 and len(gained) > len(only_easy) // 2
