@@ -558,7 +558,8 @@ class HKI:
                             "alone")
         # the patient's known conditions: their names in the presentation find their pages, which says nothing of the
         # present illness (RetrievalParams.known_by_words)
-        known = known_conditions(extraction.entities, self.kg) if extraction is not None else {}
+        known = known_conditions(extraction.entities, self.kg) if extraction is not None and self.kg is not None \
+            else {}
         words_blind = known_or_broader(known, self.kg) if known and not p.known_by_words else {}
         if positives or not p.use_entities or proposals or text_only:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
