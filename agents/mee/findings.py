@@ -129,9 +129,10 @@ class Finding:
 
     ``key`` names the finding (``"fever"``); ``None`` marks a reading inside its reference range (no entity of its
     own). ``rules_out``: the findings such an in-range reading excludes (a platelet count of 250,000/mm3 is neither
-    thrombocytopenia nor thrombocytosis; :func:`denials` turns them into denied findings). ``measured``: a number was read, so a negation cue around it does not apply (a measured pulse of 120/min is a
-    fact); a phrase such as "ST elevation" is not measured and keeps the negation of its context ("no ST
-    elevation"). ``negated``: the phrase itself says the result is normal or negative ("troponin is normal").
+    thrombocytopenia nor thrombocytosis; :func:`denials` turns them into denied findings). ``measured``: a number
+    was read, so a negation cue around it does not apply (a measured pulse of 120/min is a fact); a phrase such as
+    "ST elevation" is not measured and keeps the negation of its context ("no ST elevation"). ``negated``: the
+    phrase itself says the result is normal or negative ("troponin is normal").
     """
 
     start: int
