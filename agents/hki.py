@@ -21,8 +21,8 @@ from knowledge.kg.normalize import normalise
 from knowledge.kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
-from .subtypes import (demote_known, has_subtype_pair, is_known, known_conditions, known_or_broader, mark_relatives,
-                       name_subtypes_first)
+from .subtypes import (demote_denied, demote_known, has_subtype_pair, is_known, known_conditions, known_or_broader,
+                       mark_relatives, name_subtypes_first)
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction, ProposedDiagnosis
 
@@ -586,6 +586,8 @@ class HKI:
             candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
         if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down
             candidates = self.rule_outs.demote(candidates, presentation, p.ruled_out_factor)
+        if candidates and extraction is not None and self.kg is not None:   # ... and so does a denied finding that
+            candidates = demote_denied(candidates, extraction.entities, self.kg, p.ruled_out_factor)   # is the disease
         if p.model_first_support > 0 and candidates:
             candidates = keep_model_first(candidates, p.model_first_support)
         if p.relatives_depth > 0 and candidates:

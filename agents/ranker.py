@@ -169,7 +169,8 @@ class RankerConfig:
     # the share of negation_mu a finding denied only by an in-range measured value counts (platelets 250,000/mm3: no
     # thrombocytopenia; creatinine 1.0 mg/dL: no raised creatinine): a routine panel's normal values are not the
     # pertinent negatives a history chooses to state, and a disease's laboratory changes often come with its stage
-    # (the kidneys of TTP). 1: as a stated denial
+    # (the kidneys of TTP). 1: as a stated denial. The disease the finding itself names (a normal platelet count and
+    # the disease "thrombocytopenia") is denied in full
     reading_negation_share: float = 0.5
     # the share of a "may occur" edge's strength that a denied finding counts against the disease: an edge asserted
     # only by a MedQuAD sentence lists what can occur, not what usually does (1: as strong as for a present finding).
@@ -924,7 +925,9 @@ class KGRanker:
             for g in neg:
                 m = neg_prof[g].get(d)
                 if m is not None:
-                    mu = cfg.negation_mu * (cfg.reading_negation_share if g in read_only else 1.0)
+                    # ... in full against the disease the denied finding names (a normal count and "thrombocytopenia")
+                    names_it = bool(m[1]) and m[1][0][3] == "equivalent disease"
+                    mu = cfg.negation_mu * (cfg.reading_negation_share if g in read_only and not names_it else 1.0)
                     score *= 1.0 - mu * _denied_strength(m, cfg.negation_weak_share, cfg.source_agreement)
             for o, f in opposed.items():
                 m = opp_prof[o].get(d)

@@ -178,5 +178,36 @@ def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, fa
     return out
 
 
-__all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first", "known_conditions", "known_or_broader",
+def demote_denied(candidates: list[Candidate], entities: list[Any], kg: Any, factor: float = 0.1) -> list[Candidate]:
+    """The candidates with each one that a denied finding names (the finding is, or is another id of, the disease:
+    "platelet count 250,000/mm3" denies the finding thrombocytopenia, which HPO equates with the disease) marked
+    "ruled out by ..." (``demoted``), its score multiplied by ``factor`` and, below 1, placed after every open one. A
+    word search that read the analyte's name ("platelet count") must not put the excluded disease back; never
+    dropped."""
+    gone: dict[str, str] = {}
+    for e in entities:
+        if not (e.negated and e.concept_id) or e.family or e.hypothetical:
+            continue
+        for cid in (e.concept_id, *sorted(kg.equivalents(e.concept_id))):
+            c = kg.concept(cid)
+            if c is not None and c.category == "disease":
+                gone.setdefault(cid, e.text)
+    if not gone or not candidates:
+        return candidates
+    out, settled = [], set()
+    for c in candidates:
+        words = next((gone[i] for i in (c.concept_id, *sorted(kg.equivalents(c.concept_id))) if i in gone), None)
+        if words is None:
+            out.append(c)
+            continue
+        settled.add(c.concept_id)
+        why = f"ruled out by {words}"
+        out.append(c.model_copy(update={"score": round(c.score * factor, 4),
+                                        "demoted": "; ".join(x for x in (c.demoted, why) if x)}))
+    if factor < 1.0:   # stable: the open candidates keep their order, then the settled ones
+        out.sort(key=lambda c: (c.concept_id in settled, -c.score))
+    return out
+
+
+__all__ = ["mark_relatives", "demote_denied", "has_subtype_pair", "name_subtypes_first", "known_conditions", "known_or_broader",
            "is_known", "demote_known"]

@@ -320,3 +320,20 @@ def test_faint_is_syncope_as_a_complaint_not_as_an_adjective(mee):
     assert "SYMP:0000407" not in ids("A faint systolic murmur is heard at the apex.")
     assert "SYMP:0000407" in ids("She felt faint on standing and then fainted in the kitchen.")
     assert "SYMP:0000407" in ids("Do you feel lightheaded and dizzy or feeling about to faint?")
+
+
+def test_a_denied_finding_that_is_the_disease_rules_the_candidate_out(kg, mee):
+    """A normal platelet count denies the finding thrombocytopenia, which HPO equates with the disease: a candidate
+    thrombocytopenia (put forward by the word searches reading "platelet count") is marked ruled out and placed after
+    the open candidates; the others keep their order."""
+    from agents.subtypes import demote_denied
+    from agents.types import Candidate
+
+    ex = mee.extract("A boy has easy bruising. Platelet count 250,000/mm3, aPTT 62 s.")
+    cands = [Candidate(concept_id=c, name=n, score=s) for c, n, s in (
+        ("DOID:0061030", "hemophilia", 0.5), ("DOID:1588", "thrombocytopenia", 0.3),
+        ("DOID:12531", "von Willebrand's disease", 0.1))]
+    out = demote_denied(cands, ex.entities, kg, 0.1)
+    assert [c.concept_id for c in out] == ["DOID:0061030", "DOID:12531", "DOID:1588"]
+    assert out[-1].demoted == "ruled out by Platelet count 250,000/mm3" and out[-1].score == pytest.approx(0.03)
+    assert not out[0].demoted and not out[1].demoted

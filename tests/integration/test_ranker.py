@@ -698,3 +698,18 @@ def test_bruises_meet_the_diseases_that_list_bruising_easily(kg, ranker):
     # with the table off most of them are out of reach (a few still come through a subtype they speak for)
     gained = [d for d in only_easy if not off_s.get(d, 0.0)]
     assert len(gained) > 20 and len(gained) > len(only_easy) // 2
+
+
+def test_a_normal_value_denies_in_full_the_disease_its_finding_names(kg, ranker):
+    """A normal platelet count denies the disease "thrombocytopenia" (the finding's equivalent disease) as a stated
+    denial would; other diseases expecting the finding keep the measured share."""
+    finding, disease = "SYMP:0000114", "DOID:1588"
+    pos = [Entity(text="bruises", category="symptom", concept_id="SYMP:0000406"),
+           Entity(text="petechiae", category="symptom", concept_id="SYMP:0000760")]
+    measured = Entity(text="platelets 250,000/mm3", category="symptom", concept_id=finding, negated=True,
+                      measured=True)
+    stated = measured.model_copy(update={"text": "no thrombocytopenia", "measured": False})
+    m_s, s_s = ranker.scores(pos, [measured]), ranker.scores(pos, [stated])
+    assert m_s[disease] == pytest.approx(s_s[disease])
+    itp = "DOID:8924"    # autoimmune thrombocytopenic purpura: expects it, is not named by it
+    assert m_s[itp] > s_s[itp]
