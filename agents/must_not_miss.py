@@ -39,6 +39,7 @@ from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 
 from .curated import check_patterns, same_as, union_pattern, with_ancestors
+from .subtypes import rule_out
 from .textutil import terms
 from .types import Candidate, DifferentialItem, Entity, Extraction, MustNotMissItem
 
@@ -374,21 +375,14 @@ class MustNotMiss:
         if not gone or not candidates:
             return candidates
         owners = {i: did for did in gone for i in self._rule_out_ids.get(did, {did})}
-        out, settled = [], set()
+        why: dict[str, str] = {}
         for c in candidates:
             known = self.kg.concept(c.concept_id) is not None   # not a name only the model gave
             keys = self._keys(c.concept_id, DIFFERENTIAL_DEPTH, self._dx_keys) if known else frozenset()
             did = next((owners[k] for k in sorted(keys) if k in owners), None)
-            if did is None:
-                out.append(c)
-                continue
-            why = f"ruled out by {gone[did]}"
-            settled.add(c.concept_id)
-            out.append(c.model_copy(update={"score": round(c.score * factor, 4),
-                                            "demoted": "; ".join(x for x in (c.demoted, why) if x)}))
-        if factor < 1.0:   # stable: the open candidates keep their order, then the settled ones
-            out.sort(key=lambda c: (c.concept_id in settled, -c.score))
-        return out
+            if did is not None:
+                why[c.concept_id] = f"ruled out by {gone[did]}"
+        return rule_out(candidates, why, factor)
 
     @staticmethod
     def _unsettled(spec: RuleSpec, age: float | None, sex: str | None) -> list[str] | None:

@@ -119,6 +119,31 @@ def mark_relatives(candidates: list[Candidate], kg: Any, depth: int = 2, fold: b
     return out
 
 
+def disease_ids(cid: str, kg: Any) -> list[str]:
+    """The disease ids a concept is: itself and its equivalent ids that are diseases (HPO "Thrombocytopenia" is the
+    disease thrombocytopenia)."""
+    out = []
+    for i in (cid, *sorted(kg.equivalents(cid))):
+        c = kg.concept(i)
+        if c is not None and c.category == "disease":
+            out.append(i)
+    return out
+
+
+def rule_out(candidates: list[Candidate], why: dict[str, str], factor: float) -> list[Candidate]:
+    """The candidates with each one in ``why`` (candidate id -> "ruled out by ...") marked so (``demoted``), its
+    score multiplied by ``factor`` and, when ``factor`` < 1, placed after every open candidate (stable; 1: marked
+    only, order kept). Never dropped: the clinician sees what was considered and why it fell."""
+    out = []
+    for c in candidates:
+        reason = why.get(c.concept_id)
+        out.append(c if reason is None else c.model_copy(update={
+            "score": round(c.score * factor, 4), "demoted": "; ".join(x for x in (c.demoted, reason) if x)}))
+    if factor < 1.0:
+        out.sort(key=lambda c: (c.concept_id in why, -c.score))
+    return out
+
+
 def known_conditions(entities: list[Any], kg: Any) -> dict[str, str]:
     """The diseases the patient is said to have already, as KG disease id -> the words that say so: entities of the
     patient's own past history or known conditions ("a woman with type 1 diabetes has ...", "history of COPD"), not
@@ -128,10 +153,8 @@ def known_conditions(entities: list[Any], kg: Any) -> dict[str, str]:
     for e in entities:
         if not (e.historical and e.concept_id) or e.negated or e.family or e.hypothetical:
             continue
-        for cid in (e.concept_id, *sorted(kg.equivalents(e.concept_id))):
-            c = kg.concept(cid)
-            if c is not None and c.category == "disease":
-                out.setdefault(cid, e.text)
+        for cid in disease_ids(e.concept_id, kg):
+            out.setdefault(cid, e.text)
     return out
 
 
@@ -186,28 +209,14 @@ def demote_denied(candidates: list[Candidate], entities: list[Any], kg: Any, fac
     dropped."""
     gone: dict[str, str] = {}
     for e in entities:
-        if not (e.negated and e.concept_id) or e.family or e.hypothetical:
-            continue
-        for cid in (e.concept_id, *sorted(kg.equivalents(e.concept_id))):
-            c = kg.concept(cid)
-            if c is not None and c.category == "disease":
+        if e.negated and e.concept_id and not (e.family or e.hypothetical):
+            for cid in disease_ids(e.concept_id, kg):
                 gone.setdefault(cid, e.text)
     if not gone or not candidates:
         return candidates
-    out, settled = [], set()
-    for c in candidates:
-        words = next((gone[i] for i in (c.concept_id, *sorted(kg.equivalents(c.concept_id))) if i in gone), None)
-        if words is None:
-            out.append(c)
-            continue
-        settled.add(c.concept_id)
-        why = f"ruled out by {words}"
-        out.append(c.model_copy(update={"score": round(c.score * factor, 4),
-                                        "demoted": "; ".join(x for x in (c.demoted, why) if x)}))
-    if factor < 1.0:   # stable: the open candidates keep their order, then the settled ones
-        out.sort(key=lambda c: (c.concept_id in settled, -c.score))
-    return out
+    why = {c.concept_id: f"ruled out by {w}" for c in candidates if (w := is_known(c.concept_id, gone, kg))}
+    return rule_out(candidates, why, factor)
 
 
-__all__ = ["mark_relatives", "demote_denied", "has_subtype_pair", "name_subtypes_first", "known_conditions", "known_or_broader",
-           "is_known", "demote_known"]
+__all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first", "known_conditions", "known_or_broader",
+           "is_known", "demote_known", "demote_denied", "disease_ids", "rule_out"]
