@@ -80,6 +80,7 @@ class RetrievalParams:
     fold_relatives: bool = False       # ... or is folded into it (subtypes.mark_relatives; off: dev halves, results.md)
     known_condition_factor: float = 1.0  # on a candidate the patient knowingly has (subtypes.demote_known; 1: marked)
     known_by_words: bool = True        # the word searches' ranks count for a known condition (its name finds its pages)
+    known_yield_ratio: float = 0.5     # ... and yields its place to a complication of it the findings fit this well
     ruled_out_factor: float = 0.1      # on a candidate a stated test result excludes (must_not_miss.demote; 1: marked)
     use_against: bool = True           # findings that argue against a candidate move it down (agents/against.py)
     against_factor: float = 0.1        # ... its score times this once per rule, at most twice (1: marked only)
@@ -122,9 +123,20 @@ class RetrievalParams:
                    fold_relatives=getattr(cfg, "fold_relatives", False),
                    known_condition_factor=getattr(cfg, "known_condition_factor", 1.0),
                    known_by_words=getattr(cfg, "known_by_words", True),
+                   known_yield_ratio=getattr(cfg, "known_yield_ratio", 0.5),
                    ruled_out_factor=getattr(cfg, "ruled_out_factor", 0.1),
                    use_against=getattr(cfg, "use_against", True),
                    against_factor=getattr(cfg, "against_factor", 0.1))
+
+
+def _complications(entities: Sequence[Any], known: dict[str, str], risk_hits: dict[str, list]) -> set[str]:
+    """The diseases a known condition of the patient makes likelier: those the risk-factor table raises for an
+    exposure stated within the known condition's own words ("type 1 diabetes mellitus" -> diabetic ketoacidosis; not
+    "intercourse with an HIV-positive partner", an exposure that only contains the words of one)."""
+    words = set(known.values())
+    spans = [(e.start, e.end) for e in entities if e.historical and e.text in words and e.start >= 0]
+    return {d for d, found in risk_hits.items()
+            if any(a <= m.start and m.end <= b for m in found for a, b in spans)}
 
 
 _KNOWLEDGE_RANKINGS = ("kg", "text", "page", "sign", "site")
@@ -558,8 +570,8 @@ class HKI:
                             "alone")
         # the patient's known conditions: their names in the presentation find their pages, which says nothing of the
         # present illness (RetrievalParams.known_by_words)
-        known = known_conditions(extraction.entities, self.kg) if extraction is not None and self.kg is not None \
-            else {}
+        known = known_conditions(extraction.entities, self.kg, presentation) \
+            if extraction is not None and self.kg is not None else {}
         words_blind = known_or_broader(known, self.kg) if known and not p.known_by_words else {}
         if positives or not p.use_entities or proposals or text_only:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
@@ -581,7 +593,9 @@ class HKI:
             own = self._own_scores(ranker, findings_used, extraction, regions, course)
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if candidates and extraction is not None:
-            candidates = demote_known(candidates, known, self.kg, p.known_condition_factor)
+            candidates = demote_known(candidates, known, self.kg, p.known_condition_factor,
+                                      fit=fit, complications=_complications(extraction.entities, known, risk_hits),
+                                      yield_ratio=p.known_yield_ratio)
         if candidates and self.against is not None and p.use_against:   # what the patient has that it does not explain
             candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
         if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down

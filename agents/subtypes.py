@@ -8,6 +8,8 @@ KG score (``KGRanker.scores`` with no parent taking over a subtype's findings).
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Any
 
 from .types import Candidate
@@ -144,14 +146,23 @@ def rule_out(candidates: list[Candidate], why: dict[str, str], factor: float) ->
     return out
 
 
-def known_conditions(entities: list[Any], kg: Any) -> dict[str, str]:
+# the words right after a condition make it another person's: "an HIV-positive partner", "a diabetic mother"
+_ANOTHER_PERSONS = re.compile(
+    r"^[\s-]*(?:sexual\s+)?(?:partners?|spouse|husband|wife|boyfriend|girlfriend|contacts?|roommates?|mother|father|"
+    r"parents?|brother|sister|siblings?|sons?|daughters?|child(?:ren)?|friends?|co-?workers?|colleagues?)\b", re.I)
+
+
+def known_conditions(entities: list[Any], kg: Any, text: str = "") -> dict[str, str]:
     """The diseases the patient is said to have already, as KG disease id -> the words that say so: entities of the
     patient's own past history or known conditions ("a woman with type 1 diabetes has ...", "history of COPD"), not
     denied, not a relative's, not hypothetical, whose concept is a disease or the phenotype of one (its equivalent
-    ids: HPO "Type I diabetes mellitus" is DO type 1 diabetes mellitus)."""
+    ids: HPO "Type I diabetes mellitus" is DO type 1 diabetes mellitus). With the presentation's ``text``, a condition
+    the next words give to another person ("intercourse with an HIV-positive partner") is not the patient's."""
     out: dict[str, str] = {}
     for e in entities:
         if not (e.historical and e.concept_id) or e.negated or e.family or e.hypothetical:
+            continue
+        if text and e.end >= 0 and _ANOTHER_PERSONS.match(text[e.end:e.end + 40]):
             continue
         for cid in disease_ids(e.concept_id, kg):
             out.setdefault(cid, e.text)
@@ -175,14 +186,24 @@ def is_known(cid: str, above: dict[str, str], kg: Any) -> str | None:
 
 
 def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, factor: float = 1.0,
-                 depth: int = 1) -> list[Candidate]:
+                 depth: int = 1, fit: dict[str, float] | None = None,
+                 complications: Collection[str] = (), yield_ratio: float = 0.5) -> list[Candidate]:
     """Marks the candidates that are a condition the patient is known to have (``known``: id -> words, from
     :func:`known_conditions`), another id of one or a broader term for one (``is_a`` up to ``depth`` steps): the
     differential is about the present illness, and "type 1 diabetes mellitus" first for a known diabetic with
     vomiting and Kussmaul breathing names the context, not the diagnosis (diabetic ketoacidosis). Each such candidate
     says so (``known_condition``) and its score is multiplied by ``factor`` (1: marked only), then the list is put
     back in score order (stable). A known condition may still be the answer (an exacerbation of known COPD), so it is
-    never dropped."""
+    never dropped.
+
+    ``fit`` (the knowledge-graph ranking's scores, id -> score; None: not used) and ``complications`` (the candidates
+    the patient's history makes likelier: the risk-factor table's diseases of the known condition): a known condition
+    yields its place to the complication below it that the findings fit best when the findings fit that one at least
+    ``yield_ratio`` times as well as the known condition itself — the known diabetic's name for his diabetes finds its
+    pages and his diabetes explains hyperglycaemia whatever is happening, the ketoacidosis his vomiting, deep breathing
+    and acidosis describe is the present illness and is named first. Any other disease stays behind it (a known
+    pericarditis or asthma is often the present illness again). The moved candidate takes the known condition's score
+    (the order stays sorted) and says why it moved; nothing else moves."""
     if not known or not candidates:
         return candidates
     above = known_or_broader(known, kg, depth)
@@ -198,6 +219,29 @@ def demote_known(candidates: list[Candidate], known: dict[str, str], kg: Any, fa
         out.append(c.model_copy(update=update))
     if factor != 1.0:
         out.sort(key=lambda c: -c.score)   # stable: equal scores keep their order
+    return yield_to_fit(out, fit, complications, yield_ratio) if fit and complications and yield_ratio > 0 else out
+
+
+def yield_to_fit(candidates: list[Candidate], fit: dict[str, float], complications: Collection[str],
+                 ratio: float = 0.5) -> list[Candidate]:
+    """The candidates with, for the first known condition (``known_condition`` set) after which an open candidate of
+    ``complications`` fits at least ``ratio`` times as well (``fit``), the best-fitting of those moved just before it,
+    taking its score (see :func:`demote_known`)."""
+    out = list(candidates)
+    for i, k in enumerate(out):
+        if not k.known_condition:
+            continue
+        own = fit.get(k.concept_id, 0.0)
+        later = [j for j in range(i + 1, len(out)) if out[j].concept_id in complications
+                 and not out[j].known_condition and not out[j].demoted and fit.get(out[j].concept_id, 0.0) > 0
+                 and fit[out[j].concept_id] >= ratio * own]
+        if not later:
+            continue
+        j = max(later, key=lambda j: (fit[out[j].concept_id], -j))
+        why = f"named before the known condition {k.name}: a complication of it that the findings describe"
+        moved = out[j].model_copy(update={"score": k.score, "explanation": "; ".join(
+            x for x in (out[j].explanation, why) if x)})
+        return out[:i] + [moved] + out[i:j] + out[j + 1:]
     return out
 
 

@@ -76,6 +76,13 @@ class PipelineConfig(BaseModel):
     # ketoacidosis had it 2nd instead of 9th, but DDXPlus top-5 fell 71.0 -> 64.3 (its patients' "history of
     # pericarditis" or known asthma is often the answer, a recurrence) and MedQA did not move: on by default
     known_by_words: bool = True
+    # a known condition ahead of one of its complications (a disease the risk-factor table raises for it) yields its
+    # place to it when the findings fit the complication at least known_yield_ratio times as well (knowledge-graph
+    # ranking scores; 0: never; subtypes.yield_to_fit): the known diabetic's ketoacidosis is named before his diabetes,
+    # whose name finds its pages and which explains his hyperglycaemia whatever else is happening. Any other disease
+    # stays behind it: yielding to every disease that fits better cost DDXPlus dev top-5 71.0 -> 64.3 (a known
+    # pericarditis or COPD is often the present illness again); 0.5 as for a subtype (subtype_ratio), no dev case moves
+    known_yield_ratio: float = Field(0.5, ge=0.0, le=10.0)
     # a candidate that a result stated in the presentation excludes (a negative CT pulmonary angiogram, pulmonary
     # embolism; the must-not-miss rules' ruled_out_by) says so, its score is multiplied by ruled_out_factor and, below
     # 1, it is placed after every open candidate (1: only marked). Set by reasoning, not fitted: such a result settles
