@@ -14,7 +14,8 @@ Matching (:meth:`MustNotMiss.check`):
   three levels ("pleuritic chest pain" is a "chest pain");
 - a rule fires when one of its ``findings`` matches (and that finding is not one of its ``unless`` findings or a
   more specific kind of one: "right upper quadrant pain" does not fire the appendicitis rule), and one of its
-  ``with`` findings too when it has them, and the age and sex allow it. An age or sex the presentation does not
+  ``with`` findings too when it has them (with ``with_known``, a condition the patient is known to have counts as
+  one: "a man with type 1 diabetes" who vomits), and the age and sex allow it. An age or sex the presentation does not
   state does not exclude a rule: the item then says which condition is unsettled ("if age >= 50");
 - a diagnosis several rules name is one item (its triggers and sources merged; the label and reason of its most
   specific rule). Items already in the differential stay listed, with their rank there: the list is never filtered
@@ -39,7 +40,7 @@ from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 
 from .curated import check_patterns, same_as, union_pattern, with_ancestors
-from .subtypes import rule_out
+from .subtypes import another_persons, rule_out
 from .textutil import terms
 from .types import Candidate, DifferentialItem, Entity, Extraction, MustNotMissItem
 
@@ -99,6 +100,7 @@ class RuleSpec(BaseModel):
     complaint: str
     findings: list[str] = Field(min_length=1)
     with_findings: list[str] = Field(default_factory=list, alias="with")
+    with_known: bool = False   # a "with" finding may be a condition the patient is known to have (past history)
     unless: list[str] = Field(default_factory=list)   # findings (and their kinds) that do not fire the rule
     age_min: float | None = None
     age_max: float | None = None
@@ -308,6 +310,9 @@ class MustNotMiss:
         findings = self.findings_of(extraction)
         if not findings:
             return []
+        # the patient's known conditions (past history, not another person's) for the rules whose "with" they meet
+        known = [e for e in extraction.entities if e.concept_id and e.historical and e.category != "demographic"
+                 and not (e.negated or e.family or e.hypothetical) and not another_persons(e, text)]
         age = extraction.age_years if extraction is not None else None
         sex = extraction.sex if extraction is not None else None
         keyed = [(e, self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)) for e in findings]
@@ -319,6 +324,9 @@ class MustNotMiss:
                 continue
             main = [e for e, keys in keyed if keys & rule.findings and not keys & rule.unless_ids]
             extra = [e for e, keys in keyed if keys & rule.with_ids] if spec.with_findings else []
+            if spec.with_known and not extra:
+                extra = [e for e in known if self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)
+                         & rule.with_ids]
             if not main or (spec.with_findings and not extra):
                 continue
             specificity = 1 + bool(spec.with_findings) + len(spec.conditions())

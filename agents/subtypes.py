@@ -152,6 +152,11 @@ _ANOTHER_PERSONS = re.compile(
     r"parents?|brother|sister|siblings?|sons?|daughters?|child(?:ren)?|friends?|co-?workers?|colleagues?)\b", re.I)
 
 
+def another_persons(entity: Any, text: str) -> bool:
+    """The words right after ``entity`` in ``text`` give it to another person ("an HIV-positive partner")."""
+    return bool(text) and entity.end >= 0 and _ANOTHER_PERSONS.match(text[entity.end:entity.end + 40]) is not None
+
+
 def known_conditions(entities: list[Any], kg: Any, text: str = "") -> dict[str, str]:
     """The diseases the patient is said to have already, as KG disease id -> the words that say so: entities of the
     patient's own past history or known conditions ("a woman with type 1 diabetes has ...", "history of COPD"), not
@@ -162,7 +167,7 @@ def known_conditions(entities: list[Any], kg: Any, text: str = "") -> dict[str, 
     for e in entities:
         if not (e.historical and e.concept_id) or e.negated or e.family or e.hypothetical:
             continue
-        if text and e.end >= 0 and _ANOTHER_PERSONS.match(text[e.end:e.end + 40]):
+        if another_persons(e, text):
             continue
         for cid in disease_ids(e.concept_id, kg):
             out.setdefault(cid, e.text)
