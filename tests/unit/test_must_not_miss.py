@@ -187,6 +187,7 @@ def test_a_stated_rule_out_moves_the_diagnosis_and_its_kinds_down_the_ranking(kg
 
 
 ECTOPIC, PE, DISSECTION, MENINGITIS, APPENDICITIS = "DOID:0060329", "DOID:9477", "DOID:0080685", "DOID:9470", "DOID:8337"
+DKA, HHS = "DOID:1837", "MESH:D006944"
 
 
 @pytest.mark.parametrize("dx, text, excluded", [
@@ -235,6 +236,13 @@ ECTOPIC, PE, DISSECTION, MENINGITIS, APPENDICITIS = "DOID:0060329", "DOID:9477",
     (APPENDICITIS, "History of appendectomy.", True),
     (APPENDICITIS, "Booked for appendicectomy at 3 pm today.", False),
     (APPENDICITIS, "Listed for appendicectomy in the morning.", False),
+    (DKA, "Fingerstick glucose 38 mg/dL.", True),
+    (DKA, "Her blood sugar was 2.8 mmol/L.", True),
+    (HHS, "Capillary glucose of 45 mg/dl on arrival.", True),
+    (DKA, "Glucose 540 mg/dL, pH 7.12.", False),
+    (DKA, "Glucose 70 mg/dL.", False),                                  # the threshold itself is not low
+    (HHS, "Glucose 33 mmol/L, osmolality 340.", False),
+    (DKA, "Glucose 520 mg/dL; repeat 60 minutes later.", False),         # a time, not a glucose
 ])
 def test_the_shipped_rule_outs(dx, text, excluded):
     specs = [d for r in load_rules() for d in r.diagnoses if d.id == dx]
