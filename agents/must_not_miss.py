@@ -40,7 +40,7 @@ from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 
 from .curated import check_patterns, same_as, union_pattern, with_ancestors
-from .subtypes import another_persons, rule_out
+from .subtypes import patients_history, rule_out
 from .textutil import terms
 from .types import Candidate, DifferentialItem, Entity, Extraction, MustNotMissItem
 
@@ -311,8 +311,7 @@ class MustNotMiss:
         if not findings:
             return []
         # the patient's known conditions (past history, not another person's) for the rules whose "with" they meet
-        known = [e for e in extraction.entities if e.concept_id and e.historical and e.category != "demographic"
-                 and not (e.negated or e.family or e.hypothetical) and not another_persons(e, text)]
+        known = [e for e in extraction.entities if e.category != "demographic" and patients_history(e, text)]
         age = extraction.age_years if extraction is not None else None
         sex = extraction.sex if extraction is not None else None
         keyed = [(e, self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)) for e in findings]

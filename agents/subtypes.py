@@ -157,6 +157,15 @@ def another_persons(entity: Any, text: str) -> bool:
     return bool(text) and entity.end >= 0 and _ANOTHER_PERSONS.match(text[entity.end:entity.end + 40]) is not None
 
 
+def patients_history(entity: Any, text: str = "") -> bool:
+    """``entity`` is a condition of the patient's own past history or known conditions: historical, with a concept,
+    not denied, not a relative's, not hypothetical and (with the presentation's ``text``) not given to another person
+    by the words after it."""
+    if not (entity.historical and entity.concept_id) or entity.negated or entity.family or entity.hypothetical:
+        return False
+    return not another_persons(entity, text)
+
+
 def known_conditions(entities: list[Any], kg: Any, text: str = "") -> dict[str, str]:
     """The diseases the patient is said to have already, as KG disease id -> the words that say so: entities of the
     patient's own past history or known conditions ("a woman with type 1 diabetes has ...", "history of COPD"), not
@@ -165,9 +174,7 @@ def known_conditions(entities: list[Any], kg: Any, text: str = "") -> dict[str, 
     the next words give to another person ("intercourse with an HIV-positive partner") is not the patient's."""
     out: dict[str, str] = {}
     for e in entities:
-        if not (e.historical and e.concept_id) or e.negated or e.family or e.hypothetical:
-            continue
-        if another_persons(e, text):
+        if not patients_history(e, text):
             continue
         for cid in disease_ids(e.concept_id, kg):
             out.setdefault(cid, e.text)
