@@ -573,6 +573,8 @@ class HKI:
         known = known_conditions(extraction.entities, self.kg, presentation) \
             if extraction is not None and self.kg is not None else {}
         words_blind = known_or_broader(known, self.kg) if known and not p.known_by_words else {}
+        complications = _complications(extraction.entities, known, risk_hits) if known and p.known_yield_ratio > 0 \
+            else set()
         if positives or not p.use_entities or proposals or text_only:
             candidates = self._fuse(candidates, text_votes, wide, age=extraction.age_years if extraction else None,
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
@@ -586,16 +588,17 @@ class HKI:
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
-            # a proposed disease is never silently lost: it stays in the list the generator sees
-            candidates = rescored[:n_keep] + [c for c in rescored[n_keep:] if "model" in c.origins]
+            # a proposed disease is never silently lost: it stays in the list the generator sees; nor is a
+            # complication of a known condition, which may yet take the known condition's place (demote_known)
+            candidates = rescored[:n_keep] + [c for c in rescored[n_keep:]
+                                              if "model" in c.origins or c.concept_id in complications]
         if p.use_subtypes and p.subtype_ratio > 0 and ranker is not None and findings_used and \
                 has_subtype_pair(candidates, self.kg):
             own = self._own_scores(ranker, findings_used, extraction, regions, course)
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if candidates and extraction is not None:
             candidates = demote_known(candidates, known, self.kg, p.known_condition_factor,
-                                      fit=fit, complications=_complications(extraction.entities, known, risk_hits),
-                                      yield_ratio=p.known_yield_ratio)
+                                      fit=fit, complications=complications, yield_ratio=p.known_yield_ratio)
         if candidates and self.against is not None and p.use_against:   # what the patient has that it does not explain
             candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
         if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down
