@@ -311,7 +311,8 @@ class MustNotMiss:
         if not findings:
             return []
         # the patient's known conditions (past history, not another person's) for the rules whose "with" they meet
-        known = [e for e in extraction.entities if e.category != "demographic" and patients_history(e, text)]
+        known = [(e, self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)) for e in extraction.entities
+                 if e.category != "demographic" and patients_history(e, text)]
         age = extraction.age_years if extraction is not None else None
         sex = extraction.sex if extraction is not None else None
         keyed = [(e, self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)) for e in findings]
@@ -324,8 +325,7 @@ class MustNotMiss:
             main = [e for e, keys in keyed if keys & rule.findings and not keys & rule.unless_ids]
             extra = [e for e, keys in keyed if keys & rule.with_ids] if spec.with_findings else []
             if spec.with_known and not extra:
-                extra = [e for e in known if self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)
-                         & rule.with_ids]
+                extra = [e for e, keys in known if keys & rule.with_ids]
             if not main or (spec.with_findings and not extra):
                 continue
             specificity = 1 + bool(spec.with_findings) + len(spec.conditions())

@@ -212,6 +212,15 @@ class RankerConfig:
         return tuple(getattr(self, f) for f in self.INDEX_FIELDS)
 
 
+EQUIVALENT_DISEASE = "equivalent disease"   # how a match is called when the finding is the disease itself
+
+
+def _names_disease(match: tuple) -> bool:
+    """A profile match (strength, edges best first) whose best edge is the finding being the disease itself (a denied
+    "thrombocytopenia" and the disease thrombocytopenia)."""
+    return bool(match[1]) and match[1][0][3] == EQUIVALENT_DISEASE
+
+
 _MINED_ONLY = "MedQuAD"    # the label of an edge that only a mined MedQuAD sentence asserts (_KGIndex.edge_strength)
 
 
@@ -488,7 +497,7 @@ class _KGIndex:
                 src = cid if node in self.xref.get(cid, ()) else next(
                     (x for x in sorted(self.equivalents(cid)) if node in self.xref.get(x, ())), cid)
                 acc[self.canon.get(node, node)].append(
-                    (self.cfg.equivalent_disease, f"{src}|xref|{node}", "same concept", "equivalent disease"))
+                    (self.cfg.equivalent_disease, f"{src}|xref|{node}", "same concept", EQUIVALENT_DISEASE))
                 continue
             if how in ("broader", "related"):
                 # a broad term ("Pain" for "Epigastric pain") says less: scale by its relative specificity; so does a
@@ -826,7 +835,7 @@ class KGRanker:
                 continue
             for d, m in idx.profile(f, with_parents=True).items():
                 ev[d][f] = m
-                if m[1] and m[1][0][3] == "equivalent disease":
+                if _names_disease(m):
                     named.add(d)
 
         idf = {f: (idx.idf(f) if cat[f] in FINDING_CATEGORIES else math.log(1.0 + idx.n_diseases)) for f in pos}
@@ -926,8 +935,8 @@ class KGRanker:
                 m = neg_prof[g].get(d)
                 if m is not None:
                     # ... in full against the disease the denied finding names (a normal count and "thrombocytopenia")
-                    names_it = bool(m[1]) and m[1][0][3] == "equivalent disease"
-                    mu = cfg.negation_mu * (cfg.reading_negation_share if g in read_only and not names_it else 1.0)
+                    mu = cfg.negation_mu * (cfg.reading_negation_share if g in read_only and not _names_disease(m)
+                                            else 1.0)
                     score *= 1.0 - mu * _denied_strength(m, cfg.negation_weak_share, cfg.source_agreement)
             for o, f in opposed.items():
                 m = opp_prof[o].get(d)
