@@ -5,10 +5,13 @@ import hashlib
 import json
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class PipelineConfig(BaseModel):
+    # a misspelt setting is an error, not a silently default run (an ablation that ablates nothing)
+    model_config = ConfigDict(extra="forbid")
+
     mode: Literal["pipeline", "direct"] = "pipeline"   # direct = LLM only, no retrieval (baseline)
     # ablation axes (paper Table 2)
     use_mee: bool = True

@@ -62,6 +62,19 @@ def test_context_from_json_like_the_server_sends(resources):
     assert out["result"]["mode"] == "direct" and out["result"]["run_id"] is None
 
 
+def test_a_misspelt_setting_is_an_error_not_a_default_run(resources):
+    """An ablation whose flag is misspelt would otherwise run the full pipeline under the ablation's name."""
+    import pydantic
+    import pytest
+
+    with pytest.raises(pydantic.ValidationError, match="use_pagez"):
+        PipelineConfig(use_pagez=False)
+    with pytest.raises(pydantic.ValidationError, match="use_pagez"):
+        graph.invoke({"message": "cough"}, context={"config": {"use_pagez": False}, "audit": False,
+                                                    "resources": resources})
+    assert PipelineConfig(use_pages=False).use_pages is False
+
+
 def test_thread_turns_accumulate_and_the_turn_fields_reset(resources):
     g = compile_graph(checkpointer=InMemorySaver())
     cfg = {"configurable": {"thread_id": "t1"}}
