@@ -130,6 +130,9 @@ UNRECALLED_PHRASES: tuple[str, ...] = (
 # or cough"): only a conjunction or comma followed by a subject word ends it.
 CLAUSE_JOINERS: tuple[str, ...] = (",", "and", "but", "so", "because", "while", "although", "though")
 CLAUSE_SUBJECTS: tuple[str, ...] = ("i", "my", "he", "she", "his", "her", "they", "their", "we", "our")
+SUBJECT_PRONOUNS: tuple[str, ...] = ("i", "he", "she", "they", "we")
+# verbs whose subject is the patient in a presentation ("a man whose friend has the flu presents with fever")
+PATIENT_VERBS: tuple[str, ...] = ("presents", "presented", "complains", "complained")
 CAUSE_PHRASES: tuple[str, ...] = ("due to", "because of", "thanks to", "owing to")
 # ... and so it does where an exception begins: "no abnormalities other than crepitus in both knees", "unremarkable
 # except for a palpable purpura" (what follows is present)
@@ -149,6 +152,21 @@ INFORMANT_RELATIVES: tuple[str, ...] = ("mother", "father", "parents", "parent",
 INFORMANT_VERBS: tuple[str, ...] = ("reports", "reported", "says", "said", "states", "stated", "notes", "noted",
                                     "describes", "described", "explains", "explained", "adds", "added", "brought",
                                     "brings", "noticed", "observed", "thinks", "believes", "worries")
+
+# Someone who is neither the patient nor a relative (medspaCy's family cues hold the relatives, "partner" and
+# "spouse"): "her boyfriend has HIV", "a coworker who was diagnosed with tuberculosis", "his roommate had the flu".
+# The cue needs the person's own verb after it, so "went hiking with friends and has a rash" stays the patient's.
+OTHER_PERSONS: tuple[str, ...] = (
+    "boyfriend", "boyfriends", "girlfriend", "girlfriends", "fiance", "fiancee", "fiancé", "fiancée", "partners",
+    "husbands", "wives", "spouses", "coworker", "coworkers", "co-worker", "co-workers", "colleague", "colleagues",
+    "roommate", "roommates", "housemate", "housemates", "flatmate", "flatmates", "classmate", "classmates",
+    "schoolmate", "schoolmates", "teammate", "teammates", "cellmate", "cellmates", "friend", "friends", "neighbor",
+    "neighbors", "neighbour", "neighbours", "boss", "employer", "tenant", "landlord",
+)   # (not a caregiver or a babysitter: they bring the patient and tell the story)
+OTHER_PERSON_VERBS: tuple[str, ...] = (
+    "has", "had", "have", "is", "was", "were", "are", "with", "got", "caught", "developed", "recently", "also",
+    "just", "tested", "diagnosed", "died", "came", "returned", "suffers", "suffered",
+)
 
 # Section headers frequent in short clinical presentations (added to medspaCy's default section rules, which
 # already hold "History:", "Past medical history:", "PMH:", "Family history:", "Social history:", ...). Past-history
@@ -219,8 +237,9 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
             nlp.add_pipe("sentencizer", config={"punct_chars": [".", "!", "?", ";", "\n"]})
     # A modifier of another kind ends a negation's scope: "no fever, mother has asthma" -> asthma is not negated.
     terminating = {
-        "NEGATED_EXISTENCE": ["FAMILY", "HISTORICAL", "HYPOTHETICAL", "POSITIVE_EXISTENCE", "CLAUSE_END"],
-        "FAMILY": ["NEGATED_EXISTENCE"],
+        "NEGATED_EXISTENCE": ["FAMILY", "HISTORICAL", "HYPOTHETICAL", "POSITIVE_EXISTENCE", "CLAUSE_END",
+                              "NEW_SUBJECT"],
+        "FAMILY": ["NEGATED_EXISTENCE", "NEW_SUBJECT"],
         "HYPOTHETICAL": ["NEGATED_EXISTENCE", "FAMILY"],
     }
     context = nlp.add_pipe("medspacy_context", config={"rules": "default", "span_attrs": "default"})
@@ -259,6 +278,11 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
         ConTextRule("according to <relative>", "PSEUDO", direction="PSEUDO", pattern=[
             {"LOWER": "according"}, {"LOWER": "to"}, owner, relative]),
     ])
+    # another person's condition: "her boyfriend has HIV", "a coworker who was diagnosed with tuberculosis"
+    # (to the sentence's end or the patient's own words, below; medspaCy's max_scope is a window across sentences)
+    context.add([ConTextRule("<other person> <verb>", "FAMILY", direction="FORWARD", pattern=[
+        {"LOWER": {"IN": list(OTHER_PERSONS)}}, {"LOWER": {"IN": ["who", "that"]}, "OP": "?"},
+        {"LOWER": {"IN": list(OTHER_PERSON_VERBS)}}])])
     # "a cough that won't go away", "a rash I can't get rid of": a complaint that persists, not a denial; "not able
     # to", "unable to": an inability, not a denial
     context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO")
@@ -274,9 +298,16 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
         {"LOWER": {"IN": ["excluded", "ruled"]}}, {"LOWER": "out", "OP": "?"}])])
     # a new clause with its own subject, or a cause, ends a negation's scope (not a history's: "in the past, he has
     # had sunburns"; not a relative's: "a brother who died due to leukaemia")
-    context.add([ConTextRule("<joiner> <subject>", "CLAUSE_END", direction="PSEUDO", pattern=[
-        {"LOWER": {"IN": list(CLAUSE_JOINERS)}}, {"LOWER": {"IN": list(CLAUSE_SUBJECTS)}}])])
+    # (a pronoun subject is the NEW_SUBJECT rule's below: both end a negation)
+    context.add([ConTextRule("<joiner> <possessive>", "CLAUSE_END", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": list(CLAUSE_JOINERS)}},
+        {"LOWER": {"IN": [w for w in CLAUSE_SUBJECTS if w not in SUBJECT_PRONOUNS]}}])])
     context.add([ConTextRule(lit, "CLAUSE_END", direction="PSEUDO") for lit in CAUSE_PHRASES + EXCEPTION_PHRASES])
+    # the patient speaks again: "her co-worker has tuberculosis and she now has a cough", "a man whose friend has the
+    # flu presents with fever" (ends another person's scope; a possessive leads to the next person's cue instead)
+    context.add([ConTextRule("<joiner> <pronoun>", "NEW_SUBJECT", direction="PSEUDO", pattern=[
+        {"LOWER": {"IN": list(CLAUSE_JOINERS)}}, {"LOWER": {"IN": list(SUBJECT_PRONOUNS)}}])])
+    context.add([ConTextRule(lit, "NEW_SUBJECT", direction="PSEUDO") for lit in PATIENT_VERBS])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])
     _headers_need_colon_or_line_start(sectionizer)

@@ -293,3 +293,18 @@ def test_another_persons_condition_is_not_the_patients_known_condition(rag):
     own = rag.ask(base + "he is HIV-positive.", PipelineConfig(), audit=False)
     item = next((c for c in own["candidates"] if c["concept_id"] == hiv), None)
     assert item is not None and item.get("known_condition"), [c["name"] for c in own["candidates"]]
+
+
+def test_a_coworkers_tuberculosis_is_an_exposure_not_the_patients_finding(rag):
+    """"His coworker has tuberculosis": the word names another person's disease, so it is no finding or known
+    condition of the patient's; the contact is an exposure that makes tuberculosis likelier."""
+    from graph.config import PipelineConfig
+
+    tb = "DOID:399"
+    r = rag.ask("A 40-year-old man has had a cough, fevers and night sweats for a month; his coworker has "
+                "tuberculosis.", PipelineConfig(), audit=False)
+    [ent] = [e for e in r["extraction"]["entities"] if e.get("concept_id") == tb]
+    assert ent["family"], ent
+    item = next((c for c in r["candidates"] if c["concept_id"] == tb), None)
+    assert item is not None and not item.get("known_condition"), [c["name"] for c in r["candidates"]]
+    assert "tuberculosis contact" in str(item), item

@@ -183,6 +183,31 @@ def test_a_relatives_own_disease_stays_family_history(mee):
     assert asthma.family and not wheeze.family
 
 
+@pytest.mark.parametrize("text", [
+    "Her boyfriend has asthma.",
+    "His co-worker was recently diagnosed with asthma.",
+    "A roommate who has asthma lives with her.",
+])
+def test_another_persons_disease_is_not_the_patients(text, mee):
+    """Someone who is not a relative (medspaCy's family cues know relatives, "partner" and "spouse")."""
+    [asthma] = by_concept(mee.extract(text), "DOID:2841")
+    assert asthma.family and not asthma.historical
+
+
+@pytest.mark.parametrize("text", [
+    "His mother has asthma and he has wheezing.",
+    "Her co-worker has asthma and she now has wheezing.",
+    "Her co-worker has asthma. She now has wheezing.",
+    "A man whose friend has asthma presents with wheezing.",
+    "She went hiking with friends and has wheezing.",
+])
+def test_the_patient_speaking_again_ends_another_persons_scope(text, mee):
+    ex = mee.extract(text)
+    [wheeze] = by_concept(ex, "SYMP:0000604")
+    assert not wheeze.family
+    assert all(e.family for e in by_concept(ex, "DOID:2841"))
+
+
 def test_past_and_present_mentions_of_one_concept_are_both_kept(mee):
     ex = mee.extract("History: heart failure.\nNow presents with heart failure and cough.")
     hf = by_concept(ex, "SYMP:0000292")
