@@ -67,6 +67,7 @@ class RetrievalParams:
     sign_weight: float = 2.0           # its weight in the rank fusion (KG ranking = 1; dev-chosen)
     use_risk_factors: bool = True      # stated exposures raise the candidates they make likelier (risk_factors.py)
     risk_factor_boost: float = 1.6     # the factor per unit of exposure weight (at most 2) on such a candidate
+    others_as_exposures: bool = True   # a relative's disease or anyone's infection raises it too (risk_factors.py)
     risk_needs_match: bool = True      # ... only when a finding of the patient matches it in the KG (not word search
                                        # alone: immunosuppression does not make herpes zoster likelier without a rash)
     unmatched_factor: float = 0.85     # on the fused score of a disease no knowledge-graph finding matched
@@ -114,6 +115,7 @@ class RetrievalParams:
                    use_risk_factors=getattr(cfg, "use_risk_factors", True),
                    risk_factor_boost=getattr(cfg, "risk_factor_boost", 1.6),
                    risk_needs_match=getattr(cfg, "risk_needs_match", True),
+                   others_as_exposures=getattr(cfg, "others_as_exposures", True),
                    unmatched_factor=getattr(cfg, "unmatched_factor", 0.85),
                    model_first_support=getattr(cfg, "model_first_support", 0),
                    use_subtypes=getattr(cfg, "use_subtypes", True),
@@ -529,6 +531,9 @@ class HKI:
         use_risk = (self.risk_factors is not None and p.use_risk_factors and p.risk_factor_boost > 1.0
                     and "G" in p.sources)
         risk_hits = self.risk_factors.diseases(presentation) if use_risk else {}
+        if use_risk and p.others_as_exposures and extraction is not None:
+            for did, found in self.risk_factors.of_others(extraction.entities, presentation).items():
+                risk_hits.setdefault(did, []).extend(found)
         fit: dict[str, float] = {}
         findings_used: tuple[list, list] | None = None     # the findings the KG ranking ranked with (and denied)
         if ranker is not None and "G" in p.sources and positives:

@@ -50,6 +50,24 @@ def _someone_elses(before: str) -> bool:
     return not (_OBJECT_OF.search(before[:m.start()]) and _OWN_AGAIN.search(m.group(0)))
 
 
+# a disease of another person's that the patient's history states (an entity ConText gives to a relative or another
+# person): a relative's disease is a family history, which makes the same disease likelier in the patient (Guttmacher
+# et al. 2004); a contact's infection is an exposure to it (Heymann 2022). The disease's own subtypes up to this many
+# is_a steps share it ("family history of diabetes" -> type 2 diabetes)
+OTHERS_SUBTYPE_DEPTH = 2
+INFECTIOUS_CLASS = "DOID:0050117"     # disease by infectious agent (Disease Ontology)
+_RELATIVE_WORD = re.compile(
+    r"\b(?:family|familial|father|mother|parents?|brothers?|sisters?|siblings?|sons?|daughters?|twin|uncles?|aunts?|"
+    r"cousins?|grand\w+|relatives?|nephews?|nieces?|dad|mom|mum)\b", re.I)
+_OTHER_PERSON_WORD = re.compile(
+    r"\b(?:partners?|spouses?|husband|wife|boyfriend|girlfriend|fianc\w+|co-?workers?|colleagues?|room-?mates?|"
+    r"housemates?|flatmates?|classmates?|schoolmates?|teammates?|cellmates?|friends?|neighbou?rs?|contacts?|"
+    r"children|child|kids?|someone|people|persons?)\b", re.I)
+
+
+_CLAUSE_BREAK = re.compile(r",|\b(?:and|but|while|whereas)\b", re.I)
+
+
 class RiskFactorsError(ValueError):
     """The risk-factor file cannot be read or does not follow the format."""
 
@@ -107,6 +125,7 @@ class RiskFactors:
         self.problems: list[str] = []
         self._patterns = [(s, union_pattern(s.patterns)) for s in self.specs]
         self._diseases: dict[str, list[str]] = {}
+        self.kg = kg
         for s in self.specs:
             self._diseases[s.id] = resolve_concepts(kg, s.diseases, f"exposure {s.id}", self.problems)
 
@@ -133,6 +152,10 @@ class RiskFactors:
                 break
         return sorted(out, key=lambda x: x.start)
 
+    def of_others(self, entities: Sequence[Any], text: str) -> dict[str, list[ExposureMention]]:
+        """:func:`others_diseases` on the table's graph."""
+        return others_diseases(entities, text, self.kg)
+
     def diseases(self, text: str) -> dict[str, list[ExposureMention]]:
         """Disease id -> the stated exposures that make it likelier (in order of mention)."""
         out: dict[str, list[ExposureMention]] = {}
@@ -140,3 +163,56 @@ class RiskFactors:
             for did in self._diseases.get(m.spec.id, []):
                 out.setdefault(did, []).append(m)
         return out
+
+
+# the two exposures another person's disease gives (their diseases are the named disease and its subtypes)
+RELATIVE_SPEC = ExposureSpec.model_construct(
+    id="relative-with-the-disease", exposure="the same disease in a relative (a family history)", patterns=[],
+    diseases=[], weight=0.5,
+    citation="Guttmacher AE, Collins FS, Carmona RH. The family history - more important than ever. N Engl J Med. "
+             "2004;351(22):2333-2336.")
+CONTACT_SPEC = ExposureSpec.model_construct(
+    id="contact-with-the-infection", exposure="a contact with the same infection", patterns=[], diseases=[],
+    weight=1.0,
+    citation="Heymann DL, ed. Control of Communicable Diseases Manual. 21st ed. American Public Health Association; "
+             "2022 (modes of transmission).")
+
+
+def others_diseases(entities: Sequence[Any], text: str, kg: Any) -> dict[str, list[ExposureMention]]:
+    """Disease id -> the diseases of other people the presentation states that make it likelier: a relative's
+    disease (a family history: "her mother has asthma", "family history of type 2 diabetes") and anyone's infection
+    (a contact: "his roommate has tuberculosis", "her son has chickenpox"); each raises the same disease and its
+    subtypes. ``entities``: the extraction's (an entity with ``family`` set is another person's); a denied one
+    ("no family history of diabetes") counts for nothing, nor a non-infectious disease of someone who is not a
+    relative (a coworker's diabetes)."""
+    out: dict[str, list[ExposureMention]] = {}
+    if kg is None:
+        return out
+    seen: set[str] = set()
+    for e in entities:
+        cid = getattr(e, "concept_id", None)
+        if not (getattr(e, "family", False) and cid) or getattr(e, "negated", False) or cid in seen:
+            continue
+        concept = kg.concept(cid)
+        if concept is None or concept.category != "disease":
+            continue
+        sentence = text[:e.start]
+        sentence = sentence[max(sentence.rfind(x) for x in ".;\n") + 1:]
+        relative = list(_RELATIVE_WORD.finditer(sentence))
+        if INFECTIOUS_CLASS in kg.ancestors(cid):
+            spec, who = CONTACT_SPEC, relative + list(_OTHER_PERSON_WORD.finditer(sentence))
+        elif relative:
+            spec, who = RELATIVE_SPEC, relative
+        else:
+            continue
+        start = max((m.start() for m in who), default=-1)
+        # a denial in the person's clause: "no family history of asthma" (ConText ends the "no" at the family cue)
+        clause = max((m.end() for m in _CLAUSE_BREAK.finditer(sentence, 0, max(start, 0))), default=0)
+        if denied_before(sentence[clause:]):
+            continue
+        seen.add(cid)
+        start = len(text[:e.start]) - len(sentence) + start if start >= 0 else e.start
+        mention = ExposureMention(spec, start, e.end, text[start:e.end])
+        for did in [cid, *kg.descendants(cid, OTHERS_SUBTYPE_DEPTH)]:
+            out.setdefault(did, []).append(mention)
+    return out

@@ -51,6 +51,9 @@ class PipelineConfig(BaseModel):
     # forward is not made likelier by an exposure (immunosuppression and a "burning" sore throat do not make herpes
     # zoster likelier without a rash)
     risk_needs_match: bool = True
+    # ... and so does a disease of another person's the history states: a relative's (a family history) raises the
+    # same disease and its subtypes, anyone's infection (a contact) likewise (agents/risk_factors.py others_diseases)
+    others_as_exposures: bool = True
     # the factor on the fused score of a disease that word search alone put forward (no knowledge-graph finding of
     # the patient matched it): in the dev halves' top fives such diseases were the diagnosis about half as often as
     # those the KG ranking matched (DDXPlus 7 vs 15 %, Symptom2Disease 4 vs 14 %); 0.85 chosen on the dev halves

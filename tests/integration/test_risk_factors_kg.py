@@ -74,3 +74,38 @@ def test_an_exposure_alone_brings_in_no_disease(resources):
     res = resources.hki.retrieve(resources.mee.extract(text), text, params)
     names = [c.name for c in res.candidates]
     assert "lung cancer" not in names[:10], names
+
+
+ASTHMA, T2DM, CHICKENPOX = "DOID:2841", "DOID:9352", "DOID:8659"
+
+
+@pytest.mark.parametrize("text, raised, not_raised", [
+    ("His mother has asthma.", {ASTHMA}, set()),
+    ("Family history: type 2 diabetes mellitus in her father.", {T2DM}, set()),
+    ("There is a family history of diabetes mellitus.", {T2DM}, set()),          # a subtype shares the class's
+    ("Her son had chickenpox two weeks ago.", {CHICKENPOX}, set()),
+    ("His roommate had chickenpox last week.", {CHICKENPOX}, set()),               # a contact's infection
+    ("His coworker has asthma.", set(), {ASTHMA}),                                 # neither a relative nor contagious
+    ("There is no family history of asthma.", set(), {ASTHMA}),                    # denied
+    ("She has asthma.", set(), {ASTHMA}),                                          # the patient's own
+    ("She has no fever, and her mother has asthma.", {ASTHMA}, set()),             # another clause's denial
+])
+def test_another_persons_disease_raises_the_same_disease(resources, text, raised, not_raised):
+    found = resources.risk_factors.of_others(resources.mee.extract(text).entities, text)
+    assert raised <= set(found) and not (not_raised & set(found)), sorted(found)[:20]
+    for did in raised:
+        [m] = found[did][:1]
+        assert m.spec.id in ("relative-with-the-disease", "contact-with-the-infection")
+        assert text[m.start:m.end] == m.text and m.text.split()[-1].strip(".") in text
+
+
+def test_a_family_history_raises_asthma_and_says_why(resources):
+    text = "A 12-year-old boy has wheezing, a cough and shortness of breath at night. His mother has asthma."
+    params = RetrievalParams.from_config(PipelineConfig())
+    ex = resources.mee.extract(text)
+    on = resources.hki.retrieve(ex, text, params)
+    asthma = next((c for c in on.candidates if c.concept_id == ASTHMA), None)
+    assert asthma is not None and "mother has asthma" in asthma.explanation, [c.name for c in on.candidates]
+    off = resources.hki.retrieve(ex, text, replace(params, others_as_exposures=False))
+    assert "mother has asthma" not in next(c for c in off.candidates if c.concept_id == ASTHMA).explanation
+    assert _rank(on, ASTHMA) <= _rank(off, ASTHMA)
