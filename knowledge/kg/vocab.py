@@ -68,6 +68,10 @@ _ROOT = "DOID:4"                   # "disease": never receives names from the vo
 CLINICAL_NAME_KINDS = {"same": MAPPED, "narrower": NARROW, "broader": BROAD}
 CLINICAL_NAMES_PATH = LOCAL_SOURCES[CLINICAL_NAMES_SOURCE][0]
 
+# a viral infection's name that is its virus's name with "infection" after it
+_NAMED_AFTER_VIRUS = re.compile(r"^(.*\S\s+virus)\s+(?:infection|infectious\s+disease)$", re.IGNORECASE)
+VIRUS_NAMES_SOURCE = "do-humando"   # derived from the Disease Ontology's own names
+
 _ABBREV_RE = re.compile(r"^(?=.*[A-Z])[A-Z0-9][A-Za-z0-9-]{0,7}$")
 
 
@@ -346,6 +350,17 @@ class VocabularyMerge:
                 continue
             self.curated.append(Candidate(doid, name, scope, source))
 
+    def add_virus_names(self, source: str) -> None:
+        """The virus a viral infection is named after, as a related name of the infection: a presentation's
+        "infected with the human immunodeficiency virus", "hepatitis C virus" (DO's "... virus infection", "... virus
+        infectious disease"; the merge's guards leave out a virus two concepts are named after)."""
+        for nid, a in self.b.nodes.items():
+            if a["category"] != "disease" or not nid.startswith("DOID:") or nid == _ROOT:
+                continue
+            names = [a["name"], *(x for x, sc in zip(a["synonyms"], a["synonym_scopes"]) if sc == "EXACT")]
+            viruses = {m.group(1) for n in names if (m := _NAMED_AFTER_VIRUS.match(n.strip()))}
+            self.propose(nid, ((v, "RELATED") for v in sorted(viruses)), source)
+
     def add_mondo_labels(self, source: str) -> None:
         """Mondo's own label of every Mondo disease that matches exactly one DO concept."""
         for mondo, label in self.bridge.mondo_label.items():
@@ -584,5 +599,6 @@ def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, l
         unmapped = merge.add_icd10cm(parsers.read_icd10cm_tabular(xml), "icd10cm")
         if new_mesh:
             mesh_nodes.icd_codes_by_name(b, merge, new_mesh, unmapped)
+    merge.add_virus_names(VIRUS_NAMES_SOURCE)
     b.step("merging vocabulary names into DO concepts")
     return merge.apply()

@@ -133,6 +133,15 @@ def test_hiv_positive_in_one_token_names_the_infection(mee):
     assert other.family
 
 
+def test_the_virus_a_patient_is_infected_with_names_the_infection(mee):
+    """"infected with the human immunodeficiency virus" is the HIV infection (a name the graph derives from the
+    infection's own), not the phenotype "immunodeficiency" inside it."""
+    ex = mee.extract("History: infected with the human immunodeficiency virus; she has had a cough for a month.")
+    hiv = by_text(ex, "human immunodeficiency virus")
+    assert hiv.concept_id == "DOID:526" and hiv.historical and not hiv.family
+    assert all(e.concept_id != "HP:0002721" for e in ex.entities)
+
+
 def test_the_known_conditions_of_the_opening_are_history_not_findings(mee):
     """"A 60-year-old man with hypertension and type 2 diabetes mellitus comes ... because of a cough": the two
     diseases are known ones (context), the cough is the illness. Complaints in the same place ("with fever and cough

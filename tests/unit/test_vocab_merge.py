@@ -369,3 +369,20 @@ def test_rds_rejects_other_formats(tmp_path):
     path.write_bytes(gzip.compress(b"A\n3\n"))
     with pytest.raises(rds.RdsError, match="XDR"):
         rds.read_rds(path)
+
+
+def test_a_viral_infection_is_also_named_by_its_virus(b):
+    """"infected with the human immunodeficiency virus": the virus names its infection (a related name, which the
+    entity extractor reads); a virus two concepts are named after names neither."""
+    hiv = b.node("DOID:526", "disease", "do-humando", name="human immunodeficiency virus infectious disease")
+    hcv = b.node("DOID:1883", "disease", "do-humando", name="hepatitis C")
+    b.add_synonym(hcv, "Hepatitis C virus infection", "EXACT", "do-humando")
+    for doid, name in (("DOID:9001", "xyz virus infection"), ("DOID:9002", "xyz virus infectious disease")):
+        b.node(doid, "disease", "do-humando", name=name)
+    merge = vocab.VocabularyMerge(b)
+    merge.add_virus_names(vocab.VIRUS_NAMES_SOURCE)
+    merge.apply()
+    assert synonyms(b, "DOID:526")["human immunodeficiency virus"][0] == "RELATED"
+    assert "Hepatitis C virus" in hcv["synonyms"]
+    assert "xyz virus" not in b.nodes["DOID:9001"]["synonyms"] + b.nodes["DOID:9002"]["synonyms"]
+    assert not any("virus" in s for s in b.nodes[ASTHMA]["synonyms"])
