@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .curated import (NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts,
                       union_pattern)
+from .nlp import OTHER_PERSONS
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +60,8 @@ INFECTIOUS_CLASS = "DOID:0050117"     # disease by infectious agent (Disease Ont
 _RELATIVE_WORD = re.compile(
     r"\b(?:family|familial|father|mother|parents?|brothers?|sisters?|siblings?|sons?|daughters?|twin|uncles?|aunts?|"
     r"cousins?|grand\w+|relatives?|nephews?|nieces?|dad|mom|mum)\b", re.I)
-_OTHER_PERSON_WORD = re.compile(
-    r"\b(?:partners?|spouses?|husband|wife|boyfriend|girlfriend|fianc\w+|co-?workers?|colleagues?|room-?mates?|"
-    r"housemates?|flatmates?|classmates?|schoolmates?|teammates?|cellmates?|friends?|neighbou?rs?|contacts?|"
-    r"children|child|kids?|someone|people|persons?)\b", re.I)
+_OTHER_PERSON_WORD = re.compile(r"\b(?:%s|partner|spouse|husband|wife|contacts?|children|child|kids?|someone|people|"
+                                r"persons?)\b" % "|".join(map(re.escape, OTHER_PERSONS)), re.I)
 
 
 _CLAUSE_BREAK = re.compile(r",|\b(?:and|but|while|whereas)\b", re.I)
@@ -199,9 +198,10 @@ def others_diseases(entities: Sequence[Any], text: str, kg: Any) -> dict[str, li
         sentence = text[:e.start]
         sentence = sentence[max(sentence.rfind(x) for x in ".;\n") + 1:]
         relative = list(_RELATIVE_WORD.finditer(sentence))
+        in_family_section = getattr(e, "section", None) == "family_history"     # "FH: asthma"
         if INFECTIOUS_CLASS in kg.ancestors(cid):
             spec, who = CONTACT_SPEC, relative + list(_OTHER_PERSON_WORD.finditer(sentence))
-        elif relative:
+        elif relative or in_family_section:
             spec, who = RELATIVE_SPEC, relative
         else:
             continue

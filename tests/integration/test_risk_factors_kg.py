@@ -89,6 +89,7 @@ ASTHMA, T2DM, CHICKENPOX = "DOID:2841", "DOID:9352", "DOID:8659"
     ("There is no family history of asthma.", set(), {ASTHMA}),                    # denied
     ("She has asthma.", set(), {ASTHMA}),                                          # the patient's own
     ("She has no fever, and her mother has asthma.", {ASTHMA}, set()),             # another clause's denial
+    ("Family history:\nasthma", {ASTHMA}, set()),                                  # the section says whose
 ])
 def test_another_persons_disease_raises_the_same_disease(resources, text, raised, not_raised):
     found = resources.risk_factors.of_others(resources.mee.extract(text).entities, text)
