@@ -533,7 +533,9 @@ class HKI:
         risk_hits = self.risk_factors.diseases(presentation) if use_risk else {}
         if use_risk and p.others_as_exposures and extraction is not None:
             for did, found in self.risk_factors.of_others(extraction.entities, presentation).items():
-                risk_hits.setdefault(did, []).extend(found)
+                have = risk_hits.setdefault(did, [])
+                # one fact counted once: "his coworker was treated for tuberculosis" is also the table's contact
+                have.extend(m for m in found if not any(m.start < h.end and h.start < m.end for h in have))
         fit: dict[str, float] = {}
         findings_used: tuple[list, list] | None = None     # the findings the KG ranking ranked with (and denied)
         if ranker is not None and "G" in p.sources and positives:
