@@ -307,15 +307,15 @@ def test_a_coworkers_tuberculosis_is_an_exposure_not_the_patients_finding(rag):
     assert ent["family"], ent
     item = next((c for c in r["candidates"] if c["concept_id"] == tb), None)
     assert item is not None and not item.get("known_condition"), [c["name"] for c in r["candidates"]]
-    assert "tuberculosis contact" in str(item), item
+    assert "a contact with the same infection" in item["explanation"], item
 
 
 def test_one_stated_contact_counts_once(rag):
-    """"His coworker was treated for tuberculosis" is both the table's tuberculosis contact and a contact's infection:
-    one fact, one reason."""
+    """"He lives with a roommate who has active tuberculosis" is both the table's tuberculosis contact and a contact's
+    infection: one fact, one reason."""
     from graph.config import PipelineConfig
 
-    r = rag.ask("A 45-year-old man has had a cough, fevers and night sweats for six weeks and has lost 5 kg. His "
-                "coworker was treated for tuberculosis last year.", PipelineConfig(), audit=False)
+    r = rag.ask("A 45-year-old man has had a cough, fevers and night sweats for six weeks and has lost 5 kg. He "
+                "lives with a roommate who has active tuberculosis.", PipelineConfig(), audit=False)
     tb = next(c for c in r["candidates"] if c["concept_id"] == "DOID:399")
     assert "a tuberculosis contact" in tb["explanation"] and "same infection" not in tb["explanation"], tb
