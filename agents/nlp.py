@@ -167,6 +167,17 @@ OTHER_PERSON_VERBS: tuple[str, ...] = (
     "has", "had", "have", "is", "was", "were", "are", "with", "got", "caught", "developed", "recently", "also",
     "just", "tested", "diagnosed", "died", "came", "returned", "suffers", "suffered",
 )
+# "a man whose friend has the flu has fever": the patient's own verb after the other person's relative clause ends
+# that person's scope (the finding after it is the patient's; "the flu" before it stays the friend's)
+MAIN_CLAUSE_VERBS: tuple[str, ...] = (
+    "has", "had", "have", "is", "was", "presents", "presented", "complains", "complained", "reports", "reported",
+    "developed", "feels", "felt", "notes", "noted", "describes", "described", "comes", "came", "experiences",
+    "experienced",
+)
+# an adverb of time between a joiner and the patient's pronoun still starts the patient's clause: "my friend has the
+# flu and now I have a fever", "..., but since yesterday she has a cough"
+CLAUSE_ADVERBS: tuple[str, ...] = ("now", "then", "today", "yesterday", "recently", "lately", "since", "also",
+                                   "later", "tonight", "this", "morning", "week")
 
 # Section headers frequent in short clinical presentations (added to medspaCy's default section rules, which
 # already hold "History:", "Past medical history:", "PMH:", "Family history:", "Social history:", ...). Past-history
@@ -204,6 +215,19 @@ _COUNT_WORD = r"^(?:\d+(?:\.\d+)?|few|couple|several|one|two|three|four|five|six
 
 def is_model_name(pipeline: str) -> bool:
     return pipeline not in ("blank", "", None)
+
+
+def _not_past_whose_clause(target, modifier, between) -> bool:
+    """Whether another person's cue reaches ``target``: not when the cue opens a relative clause ("whose friend has
+    the flu") and a main-clause verb stands between the cue and the target ("... has fever": the patient's)."""
+    doc = modifier.doc
+    if modifier.start == 0 or doc[modifier.start - 1].lower_ != "whose" or target.start < modifier.end:
+        return True
+    words = [t.lower_ for t in doc[modifier.end:target.start]]
+    own = set(OTHER_PERSON_VERBS) | set(MAIN_CLAUSE_VERBS) | {"been", "who"}
+    while words and words[0] in own:     # the person's own verb ("whose mother had ..."), when the cue left it out
+        words.pop(0)
+    return not any(w in MAIN_CLAUSE_VERBS for w in words)
 
 
 def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Language:
@@ -283,6 +307,11 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
     context.add([ConTextRule("<other person> <verb>", "FAMILY", direction="FORWARD", pattern=[
         {"LOWER": {"IN": list(OTHER_PERSONS)}}, {"LOWER": {"IN": ["who", "that"]}, "OP": "?"},
         {"LOWER": {"IN": list(OTHER_PERSON_VERBS)}}])])
+    # ... a relative's or another person's relative clause ends at the patient's own verb ("a woman whose mother had
+    # breast cancer has a lump": the lump is hers), medspaCy's relatives' cues as well as the rule above
+    for rule in context.rules:
+        if rule.category.upper() == "FAMILY" and rule.on_modifies is None:
+            rule.on_modifies = _not_past_whose_clause
     # "a cough that won't go away", "a rash I can't get rid of": a complaint that persists, not a denial; "not able
     # to", "unable to": an inability, not a denial
     context.add([ConTextRule(lit, "PSEUDO", direction="PSEUDO")
@@ -306,7 +335,8 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
     # the patient speaks again: "her co-worker has tuberculosis and she now has a cough", "a man whose friend has the
     # flu presents with fever" (ends another person's scope; a possessive leads to the next person's cue instead)
     context.add([ConTextRule("<joiner> <pronoun>", "NEW_SUBJECT", direction="PSEUDO", pattern=[
-        {"LOWER": {"IN": list(CLAUSE_JOINERS)}}, {"LOWER": {"IN": list(SUBJECT_PRONOUNS)}}])])
+        {"LOWER": {"IN": list(CLAUSE_JOINERS)}}, {"LOWER": {"IN": list(CLAUSE_ADVERBS)}, "OP": "{0,2}"},
+        {"LOWER": {"IN": list(SUBJECT_PRONOUNS)}}])])
     context.add([ConTextRule(lit, "NEW_SUBJECT", direction="PSEUDO") for lit in PATIENT_VERBS])
     sectionizer = nlp.add_pipe("medspacy_sectionizer", config={"rules": "default", "span_attrs": "default"})
     sectionizer.add([SectionRule(lit, cat) for lit, cat in EXTRA_SECTION_RULES])

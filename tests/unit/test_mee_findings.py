@@ -200,11 +200,28 @@ def test_another_persons_disease_is_not_the_patients(text, mee):
     "Her co-worker has asthma. She now has wheezing.",
     "A man whose friend has asthma presents with wheezing.",
     "She went hiking with friends and has wheezing.",
+    "A man whose friend has asthma has wheezing.",
+    "A woman whose husband had asthma last year now has wheezing.",
+    "A woman whose mother had asthma has wheezing.",
+    "My friend has asthma and now I have wheezing.",
+    "His roommate has asthma, and since yesterday he has wheezing.",
 ])
 def test_the_patient_speaking_again_ends_another_persons_scope(text, mee):
     ex = mee.extract(text)
     [wheeze] = by_concept(ex, "SYMP:0000604")
     assert not wheeze.family
+    assert all(e.family for e in by_concept(ex, "DOID:2841"))
+
+
+@pytest.mark.parametrize("text", [
+    "A man whose friend has asthma and wheezing presents.",
+    "Her coworker has asthma and now has wheezing.",
+])
+def test_another_persons_findings_stay_theirs_within_their_clause(text, mee):
+    """The other person's scope ends at the patient's own verb or pronoun, not earlier: with no pronoun after the
+    joiner ("and now has"), and no main-clause verb between the cue and the finding, the finding stays theirs."""
+    ex = mee.extract(text)
+    assert all(e.family for e in by_concept(ex, "SYMP:0000604"))
     assert all(e.family for e in by_concept(ex, "DOID:2841"))
 
 
