@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -536,6 +536,10 @@ class HKI:
                 have = risk_hits.setdefault(did, [])
                 # one fact counted once: "his coworker was treated for tuberculosis" is also the table's contact
                 have.extend(m for m in found if not any(m.start < h.end and h.start < m.end for h in have))
+        # the patient's known conditions (and their broader terms): the age, sex, place and time fit leave them alone
+        known = known_conditions(extraction.entities, self.kg, presentation) \
+            if extraction is not None and self.kg is not None else {}
+        exempt = set(known_or_broader(known, self.kg)) if known else set()
         fit: dict[str, float] = {}
         findings_used: tuple[list, list] | None = None     # the findings the KG ranking ranked with (and denied)
         if ranker is not None and "G" in p.sources and positives:
@@ -547,7 +551,7 @@ class HKI:
                                       sex=extraction.sex if extraction else None,
                                       also=[x.concept_id for x in proposals if x.concept_id] + site_pool
                                       + [h.concept_id for h in sign_hits] + list(risk_hits),
-                                 regions=regions, course=course)
+                                 regions=regions, course=course, known=exempt)
             # a disease a stated exposure makes likelier joins the candidates when it explains a finding (the
             # exposure never proposes a disease alone)
             candidates = ranked[:k_kg] + [c for c in ranked[k_kg:] if c.concept_id in risk_hits]
@@ -577,8 +581,6 @@ class HKI:
                             "alone")
         # the patient's known conditions: their names in the presentation find their pages, which says nothing of the
         # present illness (RetrievalParams.known_by_words)
-        known = known_conditions(extraction.entities, self.kg, presentation) \
-            if extraction is not None and self.kg is not None else {}
         words_blind = known_or_broader(known, self.kg) if known and not p.known_by_words else {}
         complications = _complications(extraction.entities, known, risk_hits) if known and p.known_yield_ratio > 0 \
             else set()
@@ -587,7 +589,7 @@ class HKI:
                                     sex=extraction.sex if extraction else None, page_rank=page_rank,
                                     page_weight=page_weight, proposals=proposals, explained=explained,
                                     site_hits=site_hits, sign_hits=sign_hits, regions=regions, course=course,
-                                    risk_hits=risk_hits, words_blind=words_blind)
+                                    risk_hits=risk_hits, words_blind=words_blind, exempt=exempt)
         # what each candidate found by text alone explains of the findings: the confidence compares it, and the
         # prior's evidence features read it
         if candidates and extraction is not None and hasattr(ranker, "explained"):
@@ -728,7 +730,7 @@ class HKI:
               explained: dict[str, Candidate] | None = None, site_hits: list | None = None,
               sign_hits: list | None = None, regions: Sequence[str] = (),
               course: str | None = None, risk_hits: dict | None = None,
-              words_blind: dict[str, str] | None = None) -> list[Candidate]:
+              words_blind: dict[str, str] | None = None, exempt: Collection[str] = ()) -> list[Candidate]:
         """Reciprocal-rank fusion of up to six rankings of diseases: the KG ranking, the diseases whose reference
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
         them) matches the presentation best (BM25), the diseases of the organs under a localised pain
@@ -825,7 +827,8 @@ class HKI:
         for c in candidates:
             score, why, origins, ranks = parts(c.concept_id)
             # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
-            score *= demographic_factor(c.name, age, sex, rcfg, **self._fit_facts(c.concept_id, regions, course))
+            if c.concept_id not in exempt:    # a known condition of the patient is hers whatever her age
+                score *= demographic_factor(c.name, age, sex, rcfg, **self._fit_facts(c.concept_id, regions, course))
             boost, because = risk(c.concept_id)
             score, why = score * boost, why + because
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
@@ -846,8 +849,8 @@ class HKI:
                 continue
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
-            factor = demographic_factor(concept.name, age, sex, getattr(self.ranker, "config", None),
-                                        **self._fit_facts(did, regions, course))
+            factor = 1.0 if did in exempt else demographic_factor(
+                concept.name, age, sex, getattr(self.ranker, "config", None), **self._fit_facts(did, regions, course))
             known = explained.get(did)
             if known is not None or not p.risk_needs_match:
                 boost, because = risk(did)

@@ -102,7 +102,7 @@ import weakref
 from collections import defaultdict
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -777,15 +777,16 @@ class KGRanker:
 
     def rank(self, findings: list[Entity], negated: list[Entity] | None = None, k: int = 10,
              age: float | None = None, sex: str | None = None, also: Iterable[str] = (),
-             regions: Iterable[str] = (), course: str | None = None) -> list[Candidate]:
+             regions: Iterable[str] = (), course: str | None = None, known: Collection[str] = ()) -> list[Candidate]:
         """Top-``k`` diseases for the positive ``findings`` (entities with a ``concept_id``), lowered by the
         ``negated`` ones. Entities without a concept id, or with an id the KG does not know, are ignored; a
         positive finding that is itself a disease is matched to that disease. ``[]`` when nothing matches.
         The diseases in ``also`` (e.g. proposed by a language model) follow the top ``k`` in score order when they
         match any finding but rank lower (their explanation is what retrieval tests them with). ``regions``: the
         world regions the patient has been in (:attr:`Extraction.regions`), for the place fit; ``course``: how long
-        the complaints have lasted (:attr:`Extraction.course`), for the time fit."""
-        got = self._score(findings, negated, age, sex, regions, course)
+        the complaints have lasted (:attr:`Extraction.course`), for the time fit; ``known``: diseases the patient is
+        known to have, which the age, sex, place and time fit leave alone (a 39-year-old's known COPD is hers)."""
+        got = self._score(findings, negated, age, sex, regions, course, known)
         if got is None or k <= 0:
             return []
         scored, ev, neg, neg_prof, opposed, opp_prof = got
@@ -803,7 +804,7 @@ class KGRanker:
         return {d: sc for sc, d in got[0]} if got else {}
 
     def _score(self, findings: list[Entity], negated: list[Entity] | None, age: float | None, sex: str | None,
-               regions: Iterable[str], course: str | None) -> tuple | None:
+               regions: Iterable[str], course: str | None, known: Collection[str] = ()) -> tuple | None:
         """(scored, evidence, negated ids, their profiles, opposed, their profiles) of :meth:`rank`; None when no
         finding matches."""
         cfg = self.config
@@ -942,9 +943,10 @@ class KGRanker:
                 m = opp_prof[o].get(d)
                 if m is not None and f not in fm:
                     score *= 1.0 - cfg.opposite_mu * m[0]
-            score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d),
-                                        idx.typical_age.get(d), idx.endemic.get(d), regions,
-                                        typical_course=idx.course.get(d), course=course)
+            if d not in known:
+                score *= demographic_factor(idx.names.get(d, d), age, sex, cfg, idx.onset.get(d),
+                                            idx.typical_age.get(d), idx.endemic.get(d), regions,
+                                            typical_course=idx.course.get(d), course=course)
             if score > 0:
                 scored.append((score, d))
         return scored, ev, neg, neg_prof, opposed, opp_prof

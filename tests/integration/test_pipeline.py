@@ -310,6 +310,48 @@ def test_a_coworkers_tuberculosis_is_an_exposure_not_the_patients_finding(rag):
     assert "a contact with the same infection" in item["explanation"], item
 
 
+@pytest.mark.parametrize("text", [
+    "A 30-year-old man whose friend has the flu has fever, cough and muscle aches.",
+    "My friend has the flu and now I have fever, cough and muscle aches.",
+])
+def test_a_friends_flu_is_a_contact_and_the_patients_fever_is_his_own(text, rag):
+    """After another person's clause, the patient's own verb or pronoun gives the findings back to the patient: the
+    fever, cough and aches are current findings, the friend's influenza is a contact that makes influenza likelier."""
+    from graph.config import PipelineConfig
+
+    r = rag.ask(text, PipelineConfig(), audit=False)
+    ents = r["extraction"]["entities"]
+    own = [e for e in ents if e.get("concept_id") in ("SYMP:0000613", "SYMP:0000614")]
+    assert len(own) == 2 and not any(e["family"] for e in own), own
+    assert all(e["family"] for e in ents if e.get("concept_id") == "DOID:8469"), ents
+    flu = next((c for c in r["candidates"] if c["concept_id"] == "DOID:8469"), None)
+    assert flu is not None and "a contact with the same infection" in flu["explanation"], r["candidates"][:3]
+    assert r["candidates"][0]["concept_id"] == "DOID:8469", [c["name"] for c in r["candidates"][:5]]
+
+
+def test_a_wheezy_child_is_not_given_the_diseases_of_middle_age(rag):
+    """A 9-year-old's episodic wheeze with a mother's asthma: asthma first, and chronic obstructive pulmonary disease
+    and lung cancer (rare before 40, the cardinal table's typical ages) out of the five."""
+    from graph.config import PipelineConfig
+
+    r = rag.ask("A 9-year-old boy has had episodes of wheezing, cough at night and shortness of breath for two "
+                "months; his mother has asthma.", PipelineConfig(), audit=False)
+    top = [c["concept_id"] for c in r["candidates"][:5]]
+    assert top[0] == "DOID:2841", [c["name"] for c in r["candidates"][:5]]
+    assert "DOID:3083" not in top and "DOID:1324" not in top, [c["name"] for c in r["candidates"][:5]]
+
+
+def test_a_known_condition_is_not_weighed_down_by_age(rag):
+    """A 35-year-old's known COPD is hers: the typical age (from 40) weighs down a COPD the findings merely suggest, not
+    one the history states, so her exacerbation keeps it among the first two."""
+    from graph.config import PipelineConfig
+
+    r = rag.ask("A 35-year-old woman with chronic obstructive pulmonary disease has had a cough with more and "
+                "discoloured sputum and wheezing for three days; she smokes.", PipelineConfig(), audit=False)
+    top = [c["concept_id"] for c in r["candidates"][:2]]
+    assert "DOID:3083" in top, [c["name"] for c in r["candidates"][:5]]
+
+
 def test_one_stated_contact_counts_once(rag):
     """"He lives with a roommate who has active tuberculosis" is both the table's tuberculosis contact and a contact's
     infection: one fact, one reason."""
