@@ -561,8 +561,9 @@ class HKI:
         if site_pool:
             age, sex = (extraction.age_years, extraction.sex) if extraction else (None, None)
             rcfg = getattr(self.ranker, "config", None)
-            site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: demographic_factor(
-                getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, **self._fit_facts(d, regions, course)))
+            site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: 1.0 if d in exempt else
+                                        demographic_factor(getattr(self.kg.concept(d), "name", ""), age, sex, rcfg,
+                                                           **self._fit_facts(d, regions, course)))
         else:
             site_hits = []
         page_rank: dict[str, int] = {}
@@ -603,7 +604,7 @@ class HKI:
                                               if "model" in c.origins or c.concept_id in complications]
         if p.use_subtypes and p.subtype_ratio > 0 and ranker is not None and findings_used and \
                 has_subtype_pair(candidates, self.kg):
-            own = self._own_scores(ranker, findings_used, extraction, regions, course)
+            own = self._own_scores(ranker, findings_used, extraction, regions, course, exempt)
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if candidates and extraction is not None:
             candidates = demote_known(candidates, known, self.kg, p.known_condition_factor,
@@ -917,15 +918,15 @@ class HKI:
             return self._variants[key]
 
     def _own_scores(self, ranker: Any, findings_used: tuple[list, list], extraction: Extraction | None,
-                    regions: Sequence[str], course: str | None) -> dict[str, float]:
+                    regions: Sequence[str], course: str | None, known: Collection[str] = ()) -> dict[str, float]:
         """Every disease's KG ranking score from its own edges alone: the ranking again with no parent taking over
-        a subtype's findings (a copy of ``ranker`` sharing its index, built once)."""
+        a subtype's findings (a copy of ``ranker`` sharing its index, built once); ``known`` as in the ranking."""
         if getattr(ranker, "config", None) is None or not hasattr(ranker, "scores"):
             return {}
         own = self._variant(ranker, {"propagate_discount": 0.0})
         findings, negs = findings_used
         return own.scores(findings, negs, age=extraction.age_years if extraction else None,
-                          sex=extraction.sex if extraction else None, regions=regions, course=course)
+                          sex=extraction.sex if extraction else None, regions=regions, course=course, known=known)
 
     def _explain_text_found(self, candidates: list[Candidate], extraction: Extraction,
                             ranker: Any = None) -> list[Candidate]:

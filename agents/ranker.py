@@ -798,9 +798,10 @@ class KGRanker:
         return [self._candidate(d, s, ev[d], neg, neg_prof, opposed, opp_prof) for s, d in top]
 
     def scores(self, findings: list[Entity], negated: list[Entity] | None = None, age: float | None = None,
-               sex: str | None = None, regions: Iterable[str] = (), course: str | None = None) -> dict[str, float]:
+               sex: str | None = None, regions: Iterable[str] = (), course: str | None = None,
+               known: Collection[str] = ()) -> dict[str, float]:
         """Every matching disease's score as :meth:`rank` computes it, without building candidates."""
-        got = self._score(findings, negated, age, sex, regions, course)
+        got = self._score(findings, negated, age, sex, regions, course, known)
         return {d: sc for sc, d in got[0]} if got else {}
 
     def _score(self, findings: list[Entity], negated: list[Entity] | None, age: float | None, sex: str | None,
