@@ -561,9 +561,8 @@ class HKI:
         if site_pool:
             age, sex = (extraction.age_years, extraction.sex) if extraction else (None, None)
             rcfg = getattr(self.ranker, "config", None)
-            site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: 1.0 if d in exempt else
-                                        demographic_factor(getattr(self.kg.concept(d), "name", ""), age, sex, rcfg,
-                                                           **self._fit_facts(d, regions, course)))
+            site_hits = self.sites.rank(extraction, k=p.site_k, fit=fit, suits=lambda d: self._fit(
+                d, getattr(self.kg.concept(d), "name", ""), age, sex, rcfg, regions, course, exempt))
         else:
             site_hits = []
         page_rank: dict[str, int] = {}
@@ -714,6 +713,14 @@ class HKI:
                 "endemic": tuple(attrs.get("endemic_regions") or ()), "regions": regions,
                 "typical_course": attrs.get("typical_course"), "course": course}
 
+    def _fit(self, did: str, name: str, age: float | None, sex: str | None, rcfg: Any, regions: Sequence[str],
+             course: str | None, known: Collection[str] = ()) -> float:
+        """:func:`demographic_factor` of a KG disease for this patient; 1 for a condition the patient is known to
+        have (``known``): a 39-year-old's stated COPD is hers whatever her age."""
+        if did in known:
+            return 1.0
+        return demographic_factor(name, age, sex, rcfg, **self._fit_facts(did, regions, course))
+
     def _disease_of(self, focus: str) -> str | None:
         """The KG disease a reference document is about (its focus), if the name resolves."""
         if not focus:
@@ -828,8 +835,7 @@ class HKI:
         for c in candidates:
             score, why, origins, ranks = parts(c.concept_id)
             # the KG ranking's own score carries the age/sex penalty, its rank does not: the fused score does
-            if c.concept_id not in exempt:    # a known condition of the patient is hers whatever her age
-                score *= demographic_factor(c.name, age, sex, rcfg, **self._fit_facts(c.concept_id, regions, course))
+            score *= self._fit(c.concept_id, c.name, age, sex, rcfg, regions, course, exempt)
             boost, because = risk(c.concept_id)
             score, why = score * boost, why + because
             fused.append(c.model_copy(update={"score": round(score, 4), "origins": origins, "ranks": ranks,
@@ -850,8 +856,7 @@ class HKI:
                 continue
             # a disease found only by text gets the ranker's demographic penalty too (a "prostate" page must not
             # enter a woman's differential on word overlap alone)
-            factor = 1.0 if did in exempt else demographic_factor(
-                concept.name, age, sex, getattr(self.ranker, "config", None), **self._fit_facts(did, regions, course))
+            factor = self._fit(did, concept.name, age, sex, rcfg, regions, course, exempt)
             known = explained.get(did)
             if known is not None or not p.risk_needs_match:
                 boost, because = risk(did)

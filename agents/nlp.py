@@ -178,6 +178,10 @@ MAIN_CLAUSE_VERBS: tuple[str, ...] = (
 # flu and now I have a fever", "..., but since yesterday she has a cough"
 CLAUSE_ADVERBS: tuple[str, ...] = ("now", "then", "today", "yesterday", "recently", "lately", "since", "also",
                                    "later", "tonight", "this", "morning", "week")
+# the other person's own verb right after a cue that leaves it out ("whose mother had ..."), skipped before looking for
+# the patient's
+_PERSONS_OWN_VERBS = frozenset(OTHER_PERSON_VERBS) | frozenset(MAIN_CLAUSE_VERBS) | {"been", "who"}
+_MAIN_CLAUSE_VERBS = frozenset(MAIN_CLAUSE_VERBS)
 
 # Section headers frequent in short clinical presentations (added to medspaCy's default section rules, which
 # already hold "History:", "Past medical history:", "PMH:", "Family history:", "Social history:", ...). Past-history
@@ -224,10 +228,10 @@ def _not_past_whose_clause(target, modifier, between) -> bool:
     if modifier.start == 0 or doc[modifier.start - 1].lower_ != "whose" or target.start < modifier.end:
         return True
     words = [t.lower_ for t in doc[modifier.end:target.start]]
-    own = set(OTHER_PERSON_VERBS) | set(MAIN_CLAUSE_VERBS) | {"been", "who"}
-    while words and words[0] in own:     # the person's own verb ("whose mother had ..."), when the cue left it out
-        words.pop(0)
-    return not any(w in MAIN_CLAUSE_VERBS for w in words)
+    first = 0
+    while first < len(words) and words[first] in _PERSONS_OWN_VERBS:   # "whose mother had ...": her verb, not his
+        first += 1
+    return not any(w in _MAIN_CLAUSE_VERBS for w in words[first:])
 
 
 def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Language:
