@@ -70,6 +70,8 @@ class RetrievalParams:
     others_as_exposures: bool = True   # a relative's disease or anyone's infection raises it too (risk_factors.py)
     risk_needs_match: bool = True      # ... only when a finding of the patient matches it in the KG (not word search
                                        # alone: immunosuppression does not make herpes zoster likelier without a rash)
+    unexposed_factor: float = 0.25     # on a disease seldom seen without an exposure the history does not state
+                                       # (risk_factors.yaml needs_exposure; 1: marked only)
     unmatched_factor: float = 0.85     # on the fused score of a disease no knowledge-graph finding matched
     # the language model's first choice stays first when a knowledge ranking (KG, text, page, sign or site) also
     # puts it within this rank and the evidence does not contradict it (0: it is fused like every candidate)
@@ -116,6 +118,7 @@ class RetrievalParams:
                    risk_factor_boost=getattr(cfg, "risk_factor_boost", 1.6),
                    risk_needs_match=getattr(cfg, "risk_needs_match", True),
                    others_as_exposures=getattr(cfg, "others_as_exposures", True),
+                   unexposed_factor=getattr(cfg, "unexposed_factor", 0.25),
                    unmatched_factor=getattr(cfg, "unmatched_factor", 0.85),
                    model_first_support=getattr(cfg, "model_first_support", 0),
                    use_subtypes=getattr(cfg, "use_subtypes", True),
@@ -610,6 +613,8 @@ class HKI:
                                       fit=fit, complications=complications, yield_ratio=p.known_yield_ratio)
         if candidates and self.against is not None and p.use_against:   # what the patient has that it does not explain
             candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
+        if candidates and use_risk:     # ... and a disease seldom seen without an exposure the history does not state
+            candidates = self.risk_factors.demote_unexposed(candidates, risk_hits, p.unexposed_factor)
         if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down
             candidates = self.rule_outs.demote(candidates, presentation, p.ruled_out_factor)
         if candidates and extraction is not None and self.kg is not None:   # ... and so does a denied finding that

@@ -7,22 +7,25 @@ does the same for infective endocarditis, "started haloperidol" for an acute dys
 :meth:`RiskFactors.diseases` which diseases they point to. HKI multiplies the fused score of a candidate the findings
 put forward by ``RetrievalParams.risk_factor_boost`` to the power of the exposures' weights (at most 2), never adds a
 disease on their strength alone, and names the exposure in the candidate's reasons (the ``no-risk-factors`` ablation
-leaves it out).
+leaves it out). The converse: a disease seldom diagnosed without its exposure (the table's ``needs_exposure``: carbon
+monoxide poisoning without a source of the gas, Q fever without farm animals, long COVID without a past COVID-19) is
+marked and moved down when no stated exposure raises it (:meth:`RiskFactors.demote_unexposed`), never dropped.
 """
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .curated import (NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts,
-                      union_pattern)
+                      same_as, union_pattern)
 from .nlp import OTHER_PERSONS
+from .types import Candidate
 
 log = logging.getLogger(__name__)
 
@@ -91,16 +94,31 @@ class RiskFactorFile(BaseModel):
 
     version: int
     exposures: list[ExposureSpec] = Field(min_length=1)
+    # diseases seldom diagnosed unless the history states one of the exposures that raise them (each is among the
+    # diseases of at least one exposure)
+    needs_exposure: list[NamedConcept] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _needs_an_exposure(self) -> RiskFactorFile:
+        raised = {d.id for s in self.exposures for d in s.diseases}
+        for d in self.needs_exposure:
+            if d.id not in raised:
+                raise ValueError(f"needs_exposure: {d.id} ({d.name}) is the disease of no exposure")
+        return self
+
+
+def load_risk_factor_file(path: str | Path | None = None) -> RiskFactorFile:
+    """The whole file (default: the packaged ``data/risk_factors.yaml``), checked against the format: ids unique,
+    every pattern compiles, every disease that needs an exposure has one."""
+    p = Path(path) if path is not None else DATA_FILE
+    data = read_curated(p, RiskFactorFile, "risk factors", RiskFactorsError, lambda f: [s.id for s in f.exposures])
+    check_patterns(((s.id, s.patterns) for s in data.exposures), "risk factors", RiskFactorsError)
+    return data
 
 
 def load_risk_factors(path: str | Path | None = None) -> list[ExposureSpec]:
-    """The exposures of the file (default: the packaged ``data/risk_factors.yaml``), checked against the format: ids
-    unique, every pattern compiles."""
-    p = Path(path) if path is not None else DATA_FILE
-    specs = read_curated(p, RiskFactorFile, "risk factors", RiskFactorsError,
-                         lambda f: [s.id for s in f.exposures]).exposures
-    check_patterns(((s.id, s.patterns) for s in specs), "risk factors", RiskFactorsError)
-    return specs
+    """The exposures of the file (:func:`load_risk_factor_file`)."""
+    return load_risk_factor_file(path).exposures
 
 
 @dataclass(frozen=True)
@@ -117,9 +135,10 @@ class RiskFactors:
     """The exposure table resolved against one knowledge graph. ``problems`` lists what does not check out (a disease
     id missing from the graph, or named otherwise there); the data test fails on any of them. A disease whose id does
     not check out is left out at run time. The table lists a disease's subtypes where they share its risk factor (the
-    graph's subtypes include inherited forms that do not: the dystonias under dystonia)."""
+    graph's subtypes include inherited forms that do not: the dystonias under dystonia). ``needs``: the diseases
+    seldom diagnosed without one of their exposures (the file's ``needs_exposure``)."""
 
-    def __init__(self, specs: Sequence[ExposureSpec], kg: Any = None):
+    def __init__(self, specs: Sequence[ExposureSpec], kg: Any = None, needs: Sequence[NamedConcept] = ()):
         self.specs = list(specs)
         self.problems: list[str] = []
         self._patterns = [(s, union_pattern(s.patterns)) for s in self.specs]
@@ -127,10 +146,17 @@ class RiskFactors:
         self.kg = kg
         for s in self.specs:
             self._diseases[s.id] = resolve_concepts(kg, s.diseases, f"exposure {s.id}", self.problems)
+        # each such disease, under every id the graph holds for it -> (its own id, the exposures that raise it)
+        self._needs: dict[str, tuple[str, list[str]]] = {}
+        for did in resolve_concepts(kg, needs, "needs_exposure", self.problems):
+            words = [s.exposure for s in self.specs if did in self._diseases[s.id]]
+            for x in same_as(kg, did):
+                self._needs[x] = (did, words)
 
     @classmethod
     def from_kg(cls, kg: Any, path: str | Path | None = None) -> RiskFactors:
-        table = cls(load_risk_factors(path), kg)
+        data = load_risk_factor_file(path)
+        table = cls(data.exposures, kg, data.needs_exposure)
         for p in table.problems:
             log.warning("risk factors: %s", p)
         return table
@@ -161,6 +187,40 @@ class RiskFactors:
         for m in self.find(text):
             for did in self._diseases.get(m.spec.id, []):
                 out.setdefault(did, []).append(m)
+        return out
+
+    def unexposed(self, disease_id: str, exposed: Collection[str]) -> str | None:
+        """Why ``disease_id`` is unlikely here — "seldom without <its exposures>; none in the history" — when the table
+        says it needs an exposure and none of the ``exposed`` diseases (those a stated exposure raises: :meth:`diseases`,
+        :func:`others_diseases`) is it under any of its ids; None otherwise."""
+        need = self._needs.get(disease_id)
+        if need is None:
+            return None
+        did, words = need
+        if exposed and not same_as(self.kg, did).isdisjoint(exposed):
+            return None
+        return f"seldom without {' or '.join(words)}; none in the history"
+
+    def demote_unexposed(self, candidates: list[Candidate], exposed: Collection[str],
+                         factor: float) -> list[Candidate]:
+        """The ranked candidates with each one that needs an exposure the history does not state (:meth:`unexposed`)
+        marked (``demoted``) and its score multiplied by ``factor``, back in score order (stable; ``factor`` 1: marked
+        only, order kept). None is dropped: the exposure may simply not have been asked about."""
+        if not self._needs or not candidates:
+            return candidates
+        out, moved = [], False
+        for c in candidates:
+            why = self.unexposed(c.concept_id, exposed)
+            if why is None:
+                out.append(c)
+                continue
+            update: dict[str, Any] = {"demoted": "; ".join(x for x in (c.demoted, why) if x)}
+            if factor != 1.0:
+                update["score"] = round(c.score * factor, 4)
+                moved = True
+            out.append(c.model_copy(update=update))
+        if moved:
+            out.sort(key=lambda c: -c.score)
         return out
 
 

@@ -54,6 +54,13 @@ class PipelineConfig(BaseModel):
     # ... and so does a disease of another person's the history states: a relative's (a family history) raises the
     # same disease and its subtypes, anyone's infection (a contact) likewise (agents/risk_factors.py others_diseases)
     others_as_exposures: bool = True
+    # a disease seldom diagnosed without an exposure (carbon monoxide poisoning without a source of the gas, Q fever
+    # without farm animals, long COVID without a past COVID-19: risk_factors.yaml needs_exposure) says so when the
+    # history states none, and its score is multiplied by unexposed_factor (1: only marked; the no-risk-factors
+    # ablation leaves the table out; pipeline:no-needs marks only). 0.25 chosen on the dev halves among 0.25 and 0.1
+    # (identical there: 11 gold diagnoses up, long COVID and carbon monoxide poisoning leaving the hypertension texts'
+    # five, none down)
+    unexposed_factor: float = Field(0.25, ge=0.0, le=1.0)
     # the factor on the fused score of a disease that word search alone put forward (no knowledge-graph finding of
     # the patient matched it): in the dev halves' top fives such diseases were the diagnosis about half as often as
     # those the KG ranking matched (DDXPlus 7 vs 15 %, Symptom2Disease 4 vs 14 %); 0.85 chosen on the dev halves

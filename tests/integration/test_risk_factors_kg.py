@@ -110,3 +110,33 @@ def test_a_family_history_raises_asthma_and_says_why(resources):
     off = resources.hki.retrieve(ex, text, replace(params, others_as_exposures=False))
     assert "mother has asthma" not in next(c for c in off.candidates if c.concept_id == ASTHMA).explanation
     assert _rank(on, ASTHMA) <= _rank(off, ASTHMA)
+
+
+CO_POISONING, TBI = "MESH:D002249", "DOID:0081292"
+HEADACHE = "A 45-year-old woman has had a headache, dizziness, nausea and confusion since this morning."
+HEATER = (" Her husband and children have had the same headaches since they started using a kerosene heater "
+          "indoors.")
+
+
+def _share(res, did: str) -> float:
+    return next(c.score for c in res.candidates if c.concept_id == did) / res.candidates[0].score
+
+
+def test_a_disease_that_needs_an_exposure_is_moved_down_without_it_and_kept(resources):
+    params = RetrievalParams.from_config(PipelineConfig())
+    bare = resources.hki.retrieve(resources.mee.extract(HEADACHE), HEADACHE, params)
+    co = next((c for c in bare.candidates if c.concept_id == CO_POISONING), None)
+    assert co is not None, [c.name for c in bare.candidates]          # kept in view ...
+    assert "seldom without a source of carbon monoxide" in co.demoted  # ... and says why it is lower
+    tbi = next((c for c in bare.candidates if c.concept_id == TBI), None)
+    assert tbi is None or "seldom without a blow to the head" in tbi.demoted
+    text = HEADACHE + HEATER
+    exposed = resources.hki.retrieve(resources.mee.extract(text), text, params)
+    assert _rank(exposed, CO_POISONING) <= 2, [c.name for c in exposed.candidates]
+    # its score beside the first candidate's: the exposure raises it, its absence lowered it
+    assert _share(exposed, CO_POISONING) > _share(bare, CO_POISONING)
+    assert all("seldom without" not in c.demoted for c in exposed.candidates if c.concept_id == CO_POISONING)
+    # marked only (factor 1): it keeps the place its findings give it, higher than when moved down
+    marked = resources.hki.retrieve(resources.mee.extract(HEADACHE), HEADACHE, replace(params, unexposed_factor=1.0))
+    co = next(c for c in marked.candidates if c.concept_id == CO_POISONING)
+    assert "seldom without" in co.demoted and _share(marked, CO_POISONING) > _share(bare, CO_POISONING)

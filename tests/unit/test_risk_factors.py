@@ -78,3 +78,47 @@ def test_a_partners_hiv_is_a_sexual_exposure_not_the_patients_weakened_immunity(
         got = [m.spec.id for m in table.find(text)]
         assert "immunosuppression" not in got, (text, got)
     assert "immunosuppression" in [m.spec.id for m in table.find("He is HIV-positive.")]
+
+
+def test_a_disease_that_needs_an_exposure_must_be_the_disease_of_one(tmp_path):
+    bad = tmp_path / "needs.yaml"
+    bad.write_text("version: 1\nexposures:\n  - {id: x, exposure: e, patterns: [a], "
+                   "diseases: [{id: 'DOID:1', name: n}], citation: c}\n"
+                   "needs_exposure:\n  - {id: 'DOID:2', name: m}\n")
+    with pytest.raises(RiskFactorsError, match="the disease of no exposure"):
+        load_risk_factors(bad)
+
+
+def _needing_table() -> RiskFactors:
+    from agents.risk_factors import load_risk_factor_file
+    data = load_risk_factor_file()
+    return RiskFactors(data.exposures, None, data.needs_exposure)
+
+
+def test_a_disease_that_needs_an_exposure_is_moved_down_without_it_and_kept():
+    from agents.types import Candidate
+    table = _needing_table()
+    q_fever, flu = "DOID:11100", "DOID:8469"
+    cands = [Candidate(concept_id=q_fever, name="Q fever", score=1.0),
+             Candidate(concept_id=flu, name="influenza", score=0.5)]
+    text = "Fever, a dry cough and a headache for 5 days."
+    out = table.demote_unexposed(cands, table.diseases(text), 0.25)
+    assert [c.concept_id for c in out] == [flu, q_fever]
+    assert out[1].score == 0.25 and "seldom without farm animals" in out[1].demoted
+    assert "none in the history" in out[1].demoted and out[0].demoted == ""
+    # the exposure stated: nothing moves
+    text = "Fever, a dry cough and a headache for 5 days. He works on a sheep farm and helped deliver lambs."
+    out = table.demote_unexposed(cands, table.diseases(text), 0.25)
+    assert [(c.concept_id, c.score, c.demoted) for c in out] == [(q_fever, 1.0, ""), (flu, 0.5, "")]
+    # factor 1: marked only, order kept
+    out = table.demote_unexposed(cands, {}, 1.0)
+    assert [c.concept_id for c in out] == [q_fever, flu] and out[0].demoted
+
+
+def test_long_covid_needs_a_past_covid():
+    table = _needing_table()
+    long_covid = "DOID:0080848"
+    assert table.unexposed(long_covid, table.diseases("Fatigue and brain fog for three months.")) is not None
+    assert table.unexposed(long_covid, table.diseases(
+        "Fatigue and brain fog since she had COVID-19 in the spring.")) is None
+    assert table.unexposed("DOID:8469", {}) is None          # influenza needs no exposure
