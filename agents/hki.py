@@ -614,7 +614,7 @@ class HKI:
         if candidates and self.against is not None and p.use_against:   # what the patient has that it does not explain
             candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
         if candidates and use_risk:     # ... and a disease seldom seen without an exposure the history does not state
-            candidates = self.risk_factors.demote_unexposed(candidates, risk_hits, p.unexposed_factor)
+            candidates = self.risk_factors.demote_unexposed(candidates, risk_hits, p.unexposed_factor, regions)
         if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down
             candidates = self.rule_outs.demote(candidates, presentation, p.ruled_out_factor)
         if candidates and extraction is not None and self.kg is not None:   # ... and so does a denied finding that

@@ -189,20 +189,27 @@ class RiskFactors:
                 out.setdefault(did, []).append(m)
         return out
 
-    def unexposed(self, disease_id: str, exposed: Collection[str]) -> str | None:
+    def unexposed(self, disease_id: str, exposed: Collection[str], regions: Collection[str] = ()) -> str | None:
         """Why ``disease_id`` is unlikely here — "seldom without <its exposures>; none in the history" — when the table
-        says it needs an exposure and none of the ``exposed`` diseases (those a stated exposure raises: :meth:`diseases`,
-        :func:`others_diseases`) is it under any of its ids; None otherwise."""
+        says it needs an exposure, none of the ``exposed`` diseases (those a stated exposure raises: :meth:`diseases`,
+        :func:`others_diseases`) is it under any of its ids, and none of the world ``regions`` the patient has been in
+        (travel, origin: :attr:`Extraction.regions`) is one where it is acquired (the graph's ``endemic_regions``: a
+        traveller back from West Africa needs no other exposure for Lassa fever); None otherwise."""
         need = self._needs.get(disease_id)
         if need is None:
             return None
         did, words = need
-        if exposed and not same_as(self.kg, did).isdisjoint(exposed):
+        ids = same_as(self.kg, did)
+        if exposed and not ids.isdisjoint(exposed):
+            return None
+        graph = getattr(self.kg, "graph", None)
+        if regions and graph is not None and any(
+                set(regions) & set(graph.nodes[x].get("endemic_regions") or ()) for x in ids if x in graph):
             return None
         return f"seldom without {' or '.join(words)}; none in the history"
 
-    def demote_unexposed(self, candidates: list[Candidate], exposed: Collection[str],
-                         factor: float) -> list[Candidate]:
+    def demote_unexposed(self, candidates: list[Candidate], exposed: Collection[str], factor: float,
+                         regions: Collection[str] = ()) -> list[Candidate]:
         """The ranked candidates with each one that needs an exposure the history does not state (:meth:`unexposed`)
         marked (``demoted``) and its score multiplied by ``factor``, back in score order (stable; ``factor`` 1: marked
         only, order kept). None is dropped: the exposure may simply not have been asked about."""
@@ -210,7 +217,7 @@ class RiskFactors:
             return candidates
         out, moved = [], False
         for c in candidates:
-            why = self.unexposed(c.concept_id, exposed)
+            why = self.unexposed(c.concept_id, exposed, regions)
             if why is None:
                 out.append(c)
                 continue

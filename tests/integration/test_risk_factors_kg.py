@@ -140,3 +140,22 @@ def test_a_disease_that_needs_an_exposure_is_moved_down_without_it_and_kept(reso
     marked = resources.hki.retrieve(resources.mee.extract(HEADACHE), HEADACHE, replace(params, unexposed_factor=1.0))
     co = next(c for c in marked.candidates if c.concept_id == CO_POISONING)
     assert "seldom without" in co.demoted and _share(marked, CO_POISONING) > _share(bare, CO_POISONING)
+
+
+EBOLA = "DOID:4325"
+FEVER_BLEEDING = ("A 34-year-old man has had 6 days of high fever, severe headache, muscle pain, vomiting, diarrhoea and "
+                  "bleeding gums.")
+
+
+def test_a_place_where_the_disease_is_acquired_is_its_exposure(resources):
+    """A viral haemorrhagic fever needs an outbreak's contact or its region (the case definitions' epidemiological
+    criterion): without either Ebola virus disease is marked and lower; back from Sierra Leone it is not."""
+    params = RetrievalParams.from_config(PipelineConfig())
+    bare = resources.hki.retrieve(resources.mee.extract(FEVER_BLEEDING), FEVER_BLEEDING, params)
+    unexposed = next((c for c in bare.candidates if c.concept_id == EBOLA), None)
+    assert unexposed is not None and "seldom without contact with someone ill" in unexposed.demoted
+    text = FEVER_BLEEDING + " He returned from Sierra Leone 9 days ago."
+    back = resources.hki.retrieve(resources.mee.extract(text), text, params)
+    ebola = next(c for c in back.candidates if c.concept_id == EBOLA)
+    assert ebola.demoted == "" and ebola.score > unexposed.score
+    assert resources.risk_factors.unexposed(EBOLA, {}, ("asia",)) is not None     # Thailand is no Ebola country
