@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .curated import NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts, \
     same_as, union_pattern, with_ancestors
+from .subtypes import move_down
 from .types import Candidate, Extraction
 
 log = logging.getLogger(__name__)
@@ -175,21 +176,9 @@ class AgainstFindings:
         hits = self.fired(extraction, text)
         if not hits:
             return candidates
-        out, moved = [], False
-        for c in candidates:
-            found = self.against(c.concept_id, hits)
-            if not found:
-                out.append(c)
-                continue
-            why = "; ".join(h.why for h in found)
-            update: dict[str, Any] = {"demoted": "; ".join(x for x in (c.demoted, why) if x)}
-            if factor != 1.0:
-                update["score"] = round(c.score * factor ** min(len(found), MAX_RULES), 4)
-                moved = True
-            out.append(c.model_copy(update=update))
-        if moved:
-            out.sort(key=lambda c: -c.score)
-        return out
+        found = {c.concept_id: f for c in candidates if (f := self.against(c.concept_id, hits))}
+        why = {cid: "; ".join(h.why for h in f) for cid, f in found.items()}
+        return move_down(candidates, why, {cid: factor ** min(len(f), MAX_RULES) for cid, f in found.items()})
 
 
 __all__ = ["AgainstFindings", "AgainstFindingsError", "AgainstHit", "AgainstSpec", "load_against"]

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .curated import (NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts,
                       same_as, union_pattern)
 from .nlp import OTHER_PERSONS
+from .subtypes import move_down
 from .types import Candidate
 
 log = logging.getLogger(__name__)
@@ -215,20 +216,8 @@ class RiskFactors:
         only, order kept). None is dropped: the exposure may simply not have been asked about."""
         if not self._needs or not candidates:
             return candidates
-        out, moved = [], False
-        for c in candidates:
-            why = self.unexposed(c.concept_id, exposed, regions)
-            if why is None:
-                out.append(c)
-                continue
-            update: dict[str, Any] = {"demoted": "; ".join(x for x in (c.demoted, why) if x)}
-            if factor != 1.0:
-                update["score"] = round(c.score * factor, 4)
-                moved = True
-            out.append(c.model_copy(update=update))
-        if moved:
-            out.sort(key=lambda c: -c.score)
-        return out
+        why = {c.concept_id: w for c in candidates if (w := self.unexposed(c.concept_id, exposed, regions))}
+        return move_down(candidates, why, factor)
 
 
 # the two exposures another person's disease gives (their diseases are the named disease and its subtypes)

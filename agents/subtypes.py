@@ -146,6 +146,31 @@ def rule_out(candidates: list[Candidate], why: dict[str, str], factor: float) ->
     return out
 
 
+def move_down(candidates: list[Candidate], why: dict[str, str], factors: float | dict[str, float]) -> list[Candidate]:
+    """The candidates with each one in ``why`` (candidate id -> the reason against it) marked so (``demoted``) and its
+    score multiplied by its factor (``factors``: one for all, or candidate id -> factor), then back in score order
+    (stable; all factors 1: marked only, order kept). Never dropped: the clinician sees what was considered and why
+    it fell. Unlike :func:`rule_out`, a moved candidate may stay above others (a reason against, not a settled
+    exclusion)."""
+    if not why or not candidates:
+        return candidates
+    out, moved = [], False
+    for c in candidates:
+        reason = why.get(c.concept_id)
+        if reason is None:
+            out.append(c)
+            continue
+        factor = factors if isinstance(factors, (int, float)) else factors.get(c.concept_id, 1.0)
+        update: dict[str, Any] = {"demoted": "; ".join(x for x in (c.demoted, reason) if x)}
+        if factor != 1.0:
+            update["score"] = round(c.score * factor, 4)
+            moved = True
+        out.append(c.model_copy(update=update))
+    if moved:
+        out.sort(key=lambda c: -c.score)
+    return out
+
+
 # the words right after a condition make it another person's: "an HIV-positive partner", "a diabetic mother"
 _ANOTHER_PERSONS = re.compile(
     r"^[\s-]*(?:sexual\s+)?(?:partners?|spouse|husband|wife|boyfriend|girlfriend|contacts?|roommates?|mother|father|"
@@ -275,4 +300,4 @@ def demote_denied(candidates: list[Candidate], entities: list[Any], kg: Any, fac
 
 
 __all__ = ["mark_relatives", "has_subtype_pair", "name_subtypes_first", "known_conditions", "known_or_broader",
-           "is_known", "demote_known", "demote_denied", "disease_ids", "rule_out"]
+           "is_known", "demote_known", "demote_denied", "disease_ids", "rule_out", "move_down"]
