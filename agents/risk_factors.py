@@ -147,12 +147,17 @@ class RiskFactors:
         self.kg = kg
         for s in self.specs:
             self._diseases[s.id] = resolve_concepts(kg, s.diseases, f"exposure {s.id}", self.problems)
-        # each such disease, under every id the graph holds for it -> (its own id, the exposures that raise it)
-        self._needs: dict[str, tuple[str, list[str]]] = {}
+        # each such disease, under every id the graph holds for it -> (those ids, the regions where it is acquired,
+        # the exposures that raise it), resolved once
+        self._needs: dict[str, tuple[frozenset[str], frozenset[str], str]] = {}
+        graph = getattr(kg, "graph", None)
         for did in resolve_concepts(kg, needs, "needs_exposure", self.problems):
-            words = [s.exposure for s in self.specs if did in self._diseases[s.id]]
-            for x in same_as(kg, did):
-                self._needs[x] = (did, words)
+            ids = frozenset(same_as(kg, did))
+            where = frozenset(r for x in ids if graph is not None and x in graph
+                              for r in graph.nodes[x].get("endemic_regions") or ())
+            words = " or ".join(s.exposure for s in self.specs if did in self._diseases[s.id])
+            for x in ids:
+                self._needs[x] = (ids, where, f"seldom without {words}; none in the history")
 
     @classmethod
     def from_kg(cls, kg: Any, path: str | Path | None = None) -> RiskFactors:
@@ -199,15 +204,10 @@ class RiskFactors:
         need = self._needs.get(disease_id)
         if need is None:
             return None
-        did, words = need
-        ids = same_as(self.kg, did)
-        if exposed and not ids.isdisjoint(exposed):
+        ids, where, why = need
+        if (exposed and not ids.isdisjoint(exposed)) or (regions and not where.isdisjoint(regions)):
             return None
-        graph = getattr(self.kg, "graph", None)
-        if regions and graph is not None and any(
-                set(regions) & set(graph.nodes[x].get("endemic_regions") or ()) for x in ids if x in graph):
-            return None
-        return f"seldom without {' or '.join(words)}; none in the history"
+        return why
 
     def demote_unexposed(self, candidates: list[Candidate], exposed: Collection[str], factor: float,
                          regions: Collection[str] = ()) -> list[Candidate]:

@@ -56,10 +56,11 @@ class PipelineConfig(BaseModel):
     others_as_exposures: bool = True
     # a disease seldom diagnosed without an exposure (carbon monoxide poisoning without a source of the gas, Q fever
     # without farm animals, long COVID without a past COVID-19: risk_factors.yaml needs_exposure) says so when the
-    # history states none, and its score is multiplied by unexposed_factor (1: only marked; the no-risk-factors
-    # ablation leaves the table out; pipeline:no-needs marks only). 0.25 chosen on the dev halves among 0.25 and 0.1
-    # (identical there: 16 gold diagnoses up, 5 of them into the top 5, none down; long COVID and carbon monoxide
-    # poisoning left the five of several hypertension texts)
+    # history states none, and its score is multiplied by unexposed_factor (1: only marked; like the raise, it needs the
+    # table on — use_risk_factors and risk_factor_boost above 1 —, so the no-risk-factors ablation leaves it out;
+    # pipeline:no-needs marks only). 0.25 chosen on the dev halves among 0.25 and 0.1 (identical there: 16 gold
+    # diagnoses up, 5 of them into the top 5, none down; long COVID and carbon monoxide poisoning left the five of
+    # several hypertension texts)
     unexposed_factor: float = Field(0.25, ge=0.0, le=1.0)
     # the factor on the fused score of a disease that word search alone put forward (no knowledge-graph finding of
     # the patient matched it): in the dev halves' top fives such diseases were the diagnosis about half as often as

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.risk_factors import RiskFactors, RiskFactorsError, load_risk_factors
+from agents.risk_factors import RiskFactors, RiskFactorsError, load_risk_factor_file, load_risk_factors
+from agents.types import Candidate
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +91,11 @@ def test_a_disease_that_needs_an_exposure_must_be_the_disease_of_one(tmp_path):
 
 
 def _needing_table() -> RiskFactors:
-    from agents.risk_factors import load_risk_factor_file
     data = load_risk_factor_file()
     return RiskFactors(data.exposures, None, data.needs_exposure)
 
 
 def test_a_disease_that_needs_an_exposure_is_moved_down_without_it_and_kept():
-    from agents.types import Candidate
     table = _needing_table()
     q_fever, flu = "DOID:11100", "DOID:8469"
     cands = [Candidate(concept_id=q_fever, name="Q fever", score=1.0),
