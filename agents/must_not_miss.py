@@ -15,7 +15,9 @@ Matching (:meth:`MustNotMiss.check`):
 - a rule fires when one of its ``findings`` matches (and that finding is not one of its ``unless`` findings or a
   more specific kind of one: "right upper quadrant pain" does not fire the appendicitis rule), and one of its
   ``with`` findings too when it has them (with ``with_known``, a condition the patient is known to have counts as
-  one: "a man with type 1 diabetes" who vomits), and the age and sex allow it. An age or sex the presentation does not
+  one: "a man with type 1 diabetes" who vomits), and the age and sex allow it; a ``where_acquired`` rule names only
+  the diagnoses acquired in a world region the patient has been in (travel, origin: the graph's ``endemic_regions``;
+  fever after a stay in Nigeria → malaria), the place listed among its triggers. An age or sex the presentation does not
   state does not exclude a rule: the item then says which condition is unsettled ("if age >= 50");
 - a diagnosis several rules name is one item (its triggers and sources merged; the label and reason of its most
   specific rule). Items already in the differential stay listed, with their rank there: the list is never filtered
@@ -105,6 +107,8 @@ class RuleSpec(BaseModel):
     age_min: float | None = None
     age_max: float | None = None
     sex: Literal["female", "male"] | None = None
+    # true: each diagnosis is listed only when the patient has been (travel, origin) in a region where it is acquired
+    where_acquired: bool = False
     reason: str
     diagnoses: list[DiagnosisSpec] = Field(min_length=1)
     citation: str
@@ -186,6 +190,7 @@ class _Hit:
     order: tuple[int, int]
     triggers: dict[str, str]      # concept id -> finding text, in order of appearance
     rules: list[_Rule]
+    places: list[str]             # the places that let a where_acquired rule name it ("been in Lagos")
     unsettled: list[str]          # conditions the presentation does not settle, when no rule fired without them
     settled: bool
 
@@ -215,9 +220,16 @@ class MustNotMiss:
                 if d.ruled_out_by is not None and d.id not in self._rule_outs:
                     self._rule_outs[d.id] = (d.ruled_out_by.result, union_pattern(d.ruled_out_by.patterns))
                     self._rule_out_ids[d.id] = frozenset({d.id, *d.also, *d.ruled_out_by.also_excludes})
+        # diagnosis id -> the world regions where it is acquired (the graph's endemic_regions), for where_acquired rules
+        self._acquired: dict[str, frozenset[str]] = {}
         for r in self.specs:
             for d in r.diagnoses:
                 self._check_diagnosis(r.id, d)
+                if r.where_acquired:
+                    self._acquired[d.id] = self._regions(d.id)
+                    if not self._acquired[d.id]:
+                        self.problems.append(f"rule {r.id}: {d.id} ({d.name}) has no endemic regions in the knowledge "
+                                             "graph, so no place can make it fire")
 
     @classmethod
     def from_kg(cls, kg: Any, path: str | Path | None = None) -> MustNotMiss:
@@ -270,6 +282,12 @@ class MustNotMiss:
     def _closure(self, cid: str) -> set[str]:
         return same_as(self.kg, cid)
 
+    def _regions(self, cid: str) -> frozenset[str]:
+        g = getattr(self.kg, "graph", None)
+        if g is None or cid not in g:
+            return frozenset()
+        return frozenset(g.nodes[cid].get("endemic_regions") or ())
+
     def _check_diagnosis(self, rule_id: str, d: DiagnosisSpec) -> None:
         c = self.kg.concept(d.id)
         if c is None:
@@ -315,6 +333,7 @@ class MustNotMiss:
                  if e.category != "demographic" and patients_history(e, text)]
         age = extraction.age_years if extraction is not None else None
         sex = extraction.sex if extraction is not None else None
+        places = extraction.places if extraction is not None else []
         keyed = [(e, self._keys(e.concept_id, ANCESTOR_DEPTH, self._finding_keys)) for e in findings]
         hits: dict[str, _Hit] = {}
         for rule in self.rules:
@@ -328,16 +347,23 @@ class MustNotMiss:
                 extra = [e for e, keys in known if keys & rule.with_ids]
             if not main or (spec.with_findings and not extra):
                 continue
-            specificity = 1 + bool(spec.with_findings) + len(spec.conditions())
+            specificity = 1 + bool(spec.with_findings) + len(spec.conditions()) + spec.where_acquired
             fired = {e.concept_id: e.text for e in [*main, *extra]}
             for j, d in enumerate(spec.diagnoses):
+                where: list[str] = []
+                if spec.where_acquired:
+                    regions = self._acquired.get(d.id, frozenset())
+                    where = [f"been in {p.text}" for p in places if regions.intersection(p.regions)]
+                    if not where:
+                        continue
                 h = hits.get(d.id)
                 if h is None:
-                    hits[d.id] = _Hit(d, rule, specificity, (rule.order, j), dict(fired), [rule], list(unsettled),
-                                      not unsettled)
+                    hits[d.id] = _Hit(d, rule, specificity, (rule.order, j), dict(fired), [rule], where,
+                                      list(unsettled), not unsettled)
                     continue
                 for k, v in fired.items():
                     h.triggers.setdefault(k, v)
+                h.places = list(dict.fromkeys(h.places + where))
                 h.rules.append(rule)
                 if specificity > h.best_specificity:   # the most specific rule names and explains the item
                     h.spec, h.best, h.best_specificity = d, rule, specificity
@@ -353,7 +379,7 @@ class MustNotMiss:
             rank = ranks.get(h.spec.id)
             out.append(MustNotMissItem(
                 concept_id=h.spec.id, name=h.spec.shown, reason=h.best.spec.reason,
-                triggers=list(dict.fromkeys(h.triggers.values())), trigger_ids=list(h.triggers),
+                triggers=list(dict.fromkeys([*h.triggers.values(), *h.places])), trigger_ids=list(h.triggers),
                 conditions=[f"if {c}" for c in h.unsettled],
                 citation="; ".join(dict.fromkeys([h.best.spec.citation] + [r.spec.citation for r in h.rules])),
                 rules=[r.spec.id for r in h.rules], in_differential=rank is not None, rank=rank,

@@ -228,3 +228,21 @@ def test_a_known_condition_meets_the_with_of_a_rule_that_allows_it(engine, kg):
     got = {i.concept_id for i in engine.check(Extraction(entities=[hiv, ent("dry cough", "dry cough")], age_years=40),
                                               text=own)}
     assert "DOID:11339" in got, got
+
+
+@pytest.mark.parametrize("text, listed", [
+    ("Fever and chills for four days; he came back from Lagos, Nigeria ten days ago.", True),
+    ("Fever since Tuesday after a trip to Thailand.", True),
+    ("Fever and chills for four days; he came back from Iceland ten days ago.", False),   # no malaria there
+    ("Fever and chills for four days.", False),                                           # no place stated
+])
+def test_fever_after_a_stay_where_malaria_is_acquired_lists_malaria(engine, kg, text, listed):
+    """The malaria line needs the place: the gazetteer's regions against the graph's endemic regions of malaria."""
+    from agents.mee.travel import find_places
+    from agents.types import Entity, Extraction
+
+    fever = Entity(text="fever", category="symptom", concept_id=kg.lookup("fever")[0].id)
+    items = {i.concept_id: i for i in engine.check(Extraction(entities=[fever], places=find_places(text)), text=text)}
+    assert ("DOID:12365" in items) is listed, [p.text for p in find_places(text)]
+    if listed:
+        assert any(t.startswith("been in ") for t in items["DOID:12365"].triggers)

@@ -8,7 +8,7 @@ import yaml
 
 from agents.curated import union_pattern
 from agents.must_not_miss import MustNotMiss, MustNotMissError, load_rules
-from agents.types import Candidate, DifferentialItem, Draft, Entity, Extraction, MustNotMissItem
+from agents.types import Candidate, DifferentialItem, Draft, Entity, Extraction, MustNotMissItem, Place
 from clinicalrag.commands.ask import must_not_miss_lines, render
 from graph import nodes
 from graph.result import audit_record
@@ -187,7 +187,7 @@ def test_a_stated_rule_out_moves_the_diagnosis_and_its_kinds_down_the_ranking(kg
 
 
 ECTOPIC, PE, DISSECTION, MENINGITIS, APPENDICITIS = "DOID:0060329", "DOID:9477", "DOID:0080685", "DOID:9470", "DOID:8337"
-DKA, HHS = "DOID:1837", "MESH:D006944"
+DKA, HHS, MALARIA = "DOID:1837", "MESH:D006944", "DOID:12365"
 
 
 @pytest.mark.parametrize("dx, text, excluded", [
@@ -243,11 +243,67 @@ DKA, HHS = "DOID:1837", "MESH:D006944"
     (DKA, "Glucose 70 mg/dL.", False),                                  # the threshold itself is not low
     (HHS, "Glucose 33 mmol/L, osmolality 340.", False),
     (DKA, "Glucose 520 mg/dL; repeat 60 minutes later.", False),         # a time, not a glucose
+    (MALARIA, "Three thick and thin blood films were negative.", True),
+    (MALARIA, "3 malaria smears came back negative.", True),
+    (MALARIA, "Serial negative blood films over 72 hours.", True),
+    (MALARIA, "Malaria was excluded.", True),
+    (MALARIA, "A blood film for malaria was negative.", False),       # one film does not exclude it
+    (MALARIA, "Malaria rapid diagnostic test negative.", False),
+    (MALARIA, "Three blood films showed Plasmodium falciparum.", False),
+    (MALARIA, "Malaria is suspected; films are pending.", False),
 ])
 def test_the_shipped_rule_outs(dx, text, excluded):
     specs = [d for r in load_rules() for d in r.diagnoses if d.id == dx]
     assert specs and all(d.ruled_out_by == specs[0].ruled_out_by for d in specs)   # every rule's line alike
     assert bool(union_pattern(specs[0].ruled_out_by.patterns).search(text)) is excluded
+
+
+MALARIA_RULES = {"version": 1, "rules": [
+    {"id": "fever-travel", "complaint": "fever after a stay where malaria is acquired", "findings": ["fever"],
+     "where_acquired": True, "reason": "fever after a malarious area", "citation": "Malaria guideline 2016.",
+     "diagnoses": [{"id": "DOID:8", "name": "malaria"}]},
+    {"id": "fever-meningism", "complaint": "fever with headache", "findings": ["fever"], "with": ["headache"],
+     "reason": "meningitis", "citation": "Meningitis guideline 2024.",
+     "diagnoses": [{"id": "DOID:8", "name": "malaria"}]}]}
+
+
+def _malaria_kg(regions):
+    g = nx.MultiDiGraph()
+    for cid, (name, cat) in {"SYMP:6": ("fever", "symptom"), "SYMP:3": ("headache", "symptom"),
+                             "DOID:8": ("malaria", "disease")}.items():
+        g.add_node(cid, name=name, category=cat, synonyms=[], synonym_scopes=[], definition=None, xrefs={},
+                   sources=["test"])
+    if regions:
+        g.nodes["DOID:8"]["endemic_regions"] = regions
+    return KnowledgeGraph(g, "test")
+
+
+def test_a_where_acquired_rule_needs_a_place_where_the_diagnosis_is_acquired(tmp_path):
+    m = MustNotMiss(load_rules(_rules_file(tmp_path, {"version": 1, "rules": MALARIA_RULES["rules"][:1]})),
+                    _malaria_kg(["africa", "asia"]))
+    assert m.problems == []
+    fever = [("fever", "SYMP:6")]
+    assert m.check(_ex(*fever)) == []                                          # no place stated
+    away = _ex(*fever)
+    away.places = [Place(text="Lagos", regions=["africa"]), Place(text="Paris", regions=["europe"])]
+    items = m.check(away)
+    assert _names(items) == ["malaria"] and items[0].triggers == ["fever", "been in Lagos"]
+    assert items[0].trigger_ids == ["SYMP:6"]                                   # a place is not a concept
+    home = _ex(*fever)
+    home.places = [Place(text="Canada", regions=["north_america"])]
+    assert m.check(home) == []                                                 # been only where it is not acquired
+
+
+def test_a_where_acquired_rule_does_not_stop_another_rule_naming_the_diagnosis(tmp_path):
+    m = MustNotMiss(load_rules(_rules_file(tmp_path, MALARIA_RULES)), _malaria_kg(["africa"]))
+    items = m.check(_ex(("fever", "SYMP:6"), ("headache", "SYMP:3")))
+    assert _names(items) == ["malaria"] and items[0].rules == ["fever-meningism"]
+
+
+def test_a_where_acquired_diagnosis_without_regions_is_a_problem(tmp_path):
+    m = MustNotMiss(load_rules(_rules_file(tmp_path, MALARIA_RULES)), _malaria_kg(None))
+    assert m.problems == ["rule fever-travel: DOID:8 (malaria) has no endemic regions in the knowledge graph, so no "
+                          "place can make it fire"]
 
 
 def test_items_with_unsettled_conditions_come_last(mnm):
