@@ -531,14 +531,17 @@ class HKI:
         course = extraction.course if extraction else None      # how long the complaints have lasted
         use_signs = self.signs is not None and p.use_signs and p.sign_weight > 0 and "G" in p.sources
         sign_hits = self.signs.rank(presentation) if use_signs else []
-        use_risk = (self.risk_factors is not None and p.use_risk_factors and p.risk_factor_boost > 1.0
-                    and "G" in p.sources)
-        risk_hits = self.risk_factors.diseases(presentation) if use_risk else {}
-        if use_risk and p.others_as_exposures and extraction is not None:
+        # the exposure table: the stated exposures raise what they make likelier (a boost above 1), and a disease that
+        # needs an exposure none of them gives moves down (whatever the boost)
+        use_table = self.risk_factors is not None and p.use_risk_factors and "G" in p.sources
+        use_risk = use_table and p.risk_factor_boost > 1.0
+        exposed = self.risk_factors.diseases(presentation) if use_table else {}
+        if use_table and p.others_as_exposures and extraction is not None:
             for did, found in self.risk_factors.of_others(extraction.entities, presentation).items():
-                have = risk_hits.setdefault(did, [])
+                have = exposed.setdefault(did, [])
                 # one fact counted once: "his coworker was treated for tuberculosis" is also the table's contact
                 have.extend(m for m in found if not any(m.start < h.end and h.start < m.end for h in have))
+        risk_hits = exposed if use_risk else {}
         # the patient's known conditions (and their broader terms): the age, sex, place and time fit leave them alone
         known = known_conditions(extraction.entities, self.kg, presentation) \
             if extraction is not None and self.kg is not None else {}
@@ -613,8 +616,8 @@ class HKI:
                                       fit=fit, complications=complications, yield_ratio=p.known_yield_ratio)
         if candidates and self.against is not None and p.use_against:   # what the patient has that it does not explain
             candidates = self.against.demote(candidates, extraction, presentation, p.against_factor)
-        if candidates and use_risk:     # ... and a disease seldom seen without an exposure the history does not state
-            candidates = self.risk_factors.demote_unexposed(candidates, risk_hits, p.unexposed_factor, regions)
+        if candidates and use_table:    # ... and a disease seldom seen without an exposure the history does not state
+            candidates = self.risk_factors.demote_unexposed(candidates, exposed, p.unexposed_factor, regions)
         if candidates and self.rule_outs is not None:   # a stated result that excludes a diagnosis moves it down
             candidates = self.rule_outs.demote(candidates, presentation, p.ruled_out_factor)
         if candidates and extraction is not None and self.kg is not None:   # ... and so does a denied finding that

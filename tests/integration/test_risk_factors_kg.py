@@ -140,6 +140,13 @@ def test_a_disease_that_needs_an_exposure_is_moved_down_without_it_and_kept(reso
     marked = resources.hki.retrieve(resources.mee.extract(HEADACHE), HEADACHE, replace(params, unexposed_factor=1.0))
     co = next(c for c in marked.candidates if c.concept_id == CO_POISONING)
     assert "seldom without" in co.demoted and _share(marked, CO_POISONING) > _share(bare, CO_POISONING)
+    # no raise (boost 1) still leaves the demotion, and a stated source still spares the disease
+    flat = replace(params, risk_factor_boost=1.0)
+    unraised = resources.hki.retrieve(resources.mee.extract(HEADACHE), HEADACHE, flat)
+    assert "seldom without" in next(c for c in unraised.candidates if c.concept_id == CO_POISONING).demoted
+    spared = resources.hki.retrieve(resources.mee.extract(text), text, flat)
+    assert all("seldom without" not in c.demoted for c in spared.candidates if c.concept_id == CO_POISONING)
+    assert all("makes it likelier" not in c.explanation for c in spared.candidates if c.concept_id == CO_POISONING)
 
 
 EBOLA = "DOID:4325"
