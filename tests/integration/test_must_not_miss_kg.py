@@ -77,6 +77,9 @@ def test_every_rule_has_a_reason_and_a_citation():
     # a swollen leg: deep vein thrombosis; with breathlessness, pulmonary embolism as well
     (["leg swelling"], 55, "female", {"MESH:D020246"}),
     (["leg swelling", "dyspnea"], 60, None, {"MESH:D020246", "DOID:9477"}),
+    # breathless lying flat or woken by it: acute pulmonary oedema
+    (["Orthopnea"], 70, "male", {"DOID:11396"}),
+    (["Paroxysmal nocturnal dyspnea", "dyspnea"], 60, None, {"DOID:11396", "DOID:9477"}),
     (["right upper quadrant abdominal pain", "fever"], 40, "female", {"DOID:14271"}),
     # the examination's "sudden, painless loss of vision" is read as this specific finding, not "visual loss"
     (["Sudden loss of visual acuity"], 68, "male", {"DOID:13098", "DOID:5327", "DOID:13375"}),
