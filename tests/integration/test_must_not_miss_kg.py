@@ -77,6 +77,8 @@ def test_every_rule_has_a_reason_and_a_citation():
     # a swollen leg: deep vein thrombosis; with breathlessness, pulmonary embolism as well
     (["leg swelling"], 55, "female", {"MESH:D020246"}),
     (["leg swelling", "dyspnea"], 60, None, {"MESH:D020246", "DOID:9477"}),
+    # chest pain with vomiting: a ruptured oesophagus
+    (["chest pain", "vomiting"], 45, "male", {"MESH:D004939", "DOID:5844"}),
     # breathless lying flat or woken by it: acute pulmonary oedema
     (["Orthopnea"], 70, "male", {"DOID:11396"}),
     (["Paroxysmal nocturnal dyspnea", "dyspnea"], 60, None, {"DOID:11396", "DOID:9477"}),
