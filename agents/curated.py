@@ -106,6 +106,15 @@ def same_as(kg: Any, cid: str) -> set[str]:
     return {cid, *kg.equivalents(cid)} if kg is not None else {cid}
 
 
+def acquired_regions(kg: Any, cid: str) -> frozenset[str]:
+    """The world regions where the disease ``cid`` (under any of its ids) is acquired: the graph's ``endemic_regions``
+    (knowledge/kg/endemic_regions.yaml); empty for a disease acquired anywhere, or without a graph."""
+    graph = getattr(kg, "graph", None)
+    if graph is None:
+        return frozenset()
+    return frozenset(r for x in same_as(kg, cid) if x in graph for r in graph.nodes[x].get("endemic_regions") or ())
+
+
 def with_ancestors(kg: Any, cid: str, depth: int) -> frozenset[str]:
     """``cid``, its cross-references and their is_a ancestors up to ``depth`` levels, each with its cross-references:
     what a curated row written for a broader concept matches."""

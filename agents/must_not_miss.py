@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from knowledge.kg.mesh_nodes import is_mesh_disease
 from knowledge.kg.normalize import normalise
 
-from .curated import check_patterns, same_as, union_pattern, with_ancestors
+from .curated import acquired_regions, check_patterns, same_as, union_pattern, with_ancestors
 from .subtypes import patients_history, rule_out
 from .textutil import terms
 from .types import Candidate, DifferentialItem, Entity, Extraction, MustNotMissItem
@@ -226,7 +226,7 @@ class MustNotMiss:
             for d in r.diagnoses:
                 self._check_diagnosis(r.id, d)
                 if r.where_acquired:
-                    self._acquired[d.id] = self._regions(d.id)
+                    self._acquired[d.id] = acquired_regions(self.kg, d.id)
                     if not self._acquired[d.id]:
                         self.problems.append(f"rule {r.id}: {d.id} ({d.name}) has no endemic regions in the knowledge "
                                              "graph, so no place can make it fire")
@@ -281,12 +281,6 @@ class MustNotMiss:
 
     def _closure(self, cid: str) -> set[str]:
         return same_as(self.kg, cid)
-
-    def _regions(self, cid: str) -> frozenset[str]:
-        g = getattr(self.kg, "graph", None)
-        if g is None or cid not in g:
-            return frozenset()
-        return frozenset(g.nodes[cid].get("endemic_regions") or ())
 
     def _check_diagnosis(self, rule_id: str, d: DiagnosisSpec) -> None:
         c = self.kg.concept(d.id)

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .curated import (NamedConcept, check_patterns, clean_text, denied_before, read_curated, resolve_concepts,
-                      same_as, union_pattern)
+from .curated import (NamedConcept, acquired_regions, check_patterns, clean_text, denied_before, read_curated,
+                      resolve_concepts, same_as, union_pattern)
 from .nlp import OTHER_PERSONS
 from .subtypes import move_down
 from .types import Candidate
@@ -150,11 +150,9 @@ class RiskFactors:
         # each such disease, under every id the graph holds for it -> (those ids, the regions where it is acquired,
         # the exposures that raise it), resolved once
         self._needs: dict[str, tuple[frozenset[str], frozenset[str], str]] = {}
-        graph = getattr(kg, "graph", None)
         for did in resolve_concepts(kg, needs, "needs_exposure", self.problems):
             ids = frozenset(same_as(kg, did))
-            where = frozenset(r for x in ids if graph is not None and x in graph
-                              for r in graph.nodes[x].get("endemic_regions") or ())
+            where = acquired_regions(kg, did)
             words = " or ".join(s.exposure for s in self.specs if did in self._diseases[s.id])
             for x in ids:
                 self._needs[x] = (ids, where, f"seldom without {words}; none in the history")
