@@ -132,15 +132,31 @@ def disease_ids(cid: str, kg: Any) -> list[str]:
     return out
 
 
+def _mark(candidates: list[Candidate], why: dict[str, str],
+          factors: float | dict[str, float]) -> tuple[list[Candidate], bool]:
+    """The candidates with each one in ``why`` (candidate id -> the reason against it) marked so (``demoted``) and its
+    score multiplied by its factor (``factors``: one for all, or candidate id -> factor; 1 leaves the score), in the
+    same order; and whether any score changed."""
+    out, moved = [], False
+    for c in candidates:
+        reason = why.get(c.concept_id)
+        if reason is None:
+            out.append(c)
+            continue
+        factor = factors if isinstance(factors, (int, float)) else factors.get(c.concept_id, 1.0)
+        update: dict[str, Any] = {"demoted": "; ".join(x for x in (c.demoted, reason) if x)}
+        if factor != 1.0:
+            update["score"] = round(c.score * factor, 4)
+            moved = True
+        out.append(c.model_copy(update=update))
+    return out, moved
+
+
 def rule_out(candidates: list[Candidate], why: dict[str, str], factor: float) -> list[Candidate]:
     """The candidates with each one in ``why`` (candidate id -> "ruled out by ...") marked so (``demoted``), its
     score multiplied by ``factor`` and, when ``factor`` < 1, placed after every open candidate (stable; 1: marked
     only, order kept). Never dropped: the clinician sees what was considered and why it fell."""
-    out = []
-    for c in candidates:
-        reason = why.get(c.concept_id)
-        out.append(c if reason is None else c.model_copy(update={
-            "score": round(c.score * factor, 4), "demoted": "; ".join(x for x in (c.demoted, reason) if x)}))
+    out, _ = _mark(candidates, why, factor)
     if factor < 1.0:
         out.sort(key=lambda c: (c.concept_id in why, -c.score))
     return out
@@ -154,18 +170,7 @@ def move_down(candidates: list[Candidate], why: dict[str, str], factors: float |
     exclusion)."""
     if not why or not candidates:
         return candidates
-    out, moved = [], False
-    for c in candidates:
-        reason = why.get(c.concept_id)
-        if reason is None:
-            out.append(c)
-            continue
-        factor = factors if isinstance(factors, (int, float)) else factors.get(c.concept_id, 1.0)
-        update: dict[str, Any] = {"demoted": "; ".join(x for x in (c.demoted, reason) if x)}
-        if factor != 1.0:
-            update["score"] = round(c.score * factor, 4)
-            moved = True
-        out.append(c.model_copy(update=update))
+    out, moved = _mark(candidates, why, factors)
     if moved:
         out.sort(key=lambda c: -c.score)
     return out
