@@ -35,7 +35,7 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-20"
+BUILDER_VERSION = "kg-21"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES,
@@ -526,10 +526,13 @@ def read_synonym_errata(path: Path) -> list[tuple[str, str, str]]:
 
 def remove_synonym_errata(b: Builder, path: Path) -> None:
     """Remove the synonyms the curated errata list from their concepts (SYMP's diarrhoea is also "fecal
-    incontinence" in the Symptom Ontology). A row whose concept or synonym the graph lacks is counted
-    (``synonym_errata_unmatched``; the tests require none)."""
+    incontinence" in the Symptom Ontology), and with them the equivalences the graph drew through them alone: an
+    ``xref`` edge made by name (``method="name"``) between the concept and another whose names no longer meet (SYMP's
+    diarrhoea and HPO's Bowel incontinence) goes, both ways (``xref_errata_unlinked``). A row whose concept or synonym
+    the graph lacks is counted (``synonym_errata_unmatched``; the tests require none)."""
     rep = b.report
     b.step("synonym errata (curated)")
+    touched: set[str] = set()
     for cid, synonym, _ in read_synonym_errata(path):
         a = b.nodes.get(cid)
         key = normalise(synonym)
@@ -542,6 +545,18 @@ def remove_synonym_errata(b: Builder, path: Path) -> None:
             if len(a.get(name) or ()) == n:
                 a[name] = [a[name][i] for i in keep]
         rep["synonym_errata_removed"] += 1
+        touched.add(cid)
+
+    def names(nid: str) -> set[str]:
+        node = b.nodes[nid]
+        return {normalise(x) for x in [node["name"], *node["synonyms"]]} - {""}
+
+    gone = [(u, rel, v) for (u, rel, v), attrs in b.edges.items()
+            if rel == "xref" and (u in touched or v in touched) and attrs.get("method") == "name"
+            and u in b.nodes and v in b.nodes and not names(u) & names(v)]
+    for key in gone:     # each direction is its own edge (another source may hold the reverse by a CUI)
+        del b.edges[key]
+    rep["xref_errata_unlinked"] += len(gone)
 
 
 def read_xref_errata(path: Path) -> list[tuple[str, str, str]]:

@@ -246,6 +246,20 @@ def test_synonym_errata_remove_a_wrong_ontology_synonym(kg):
     assert kg.report["synonym_errata_removed"] == len(rows) and not kg.report.get("synonym_errata_unmatched")
 
 
+def test_an_equivalence_drawn_through_a_withdrawn_synonym_goes_with_it(kg):
+    """Diarrhoea is no bowel incontinence, a rash no flushing, tachypnoea no hyperventilation, stupor no coma once the
+    errata take the synonyms that joined them off; the equivalences that rest on a name both keep stay."""
+    apart = [("SYMP:0000570", "HP:0002607"), ("SYMP:0000487", "SYMP:0000511"), ("SYMP:0000487", "HP:0010783"),
+             ("SYMP:0000603", "HP:0002883"), ("SYMP:0000389", "HP:0001259"), ("SYMP:0020018", "HP:0001513")]
+    for a, b in apart:
+        assert b not in kg.equivalents(a), (a, b)
+    together = [("SYMP:0000570", "HP:0002014"), ("SYMP:0000487", "HP:0000988"), ("SYMP:0000603", "HP:0002789"),
+                ("SYMP:0000605", "HP:0001259"), ("SYMP:0000511", "HP:0031284")]
+    for a, b in together:
+        assert b in kg.equivalents(a), (a, b)
+    assert kg.report["xref_errata_unlinked"] >= 2 * 5
+
+
 def test_every_curated_diagnosis_named_like_a_finding_is_a_disease_concept(kg):
     """Each row of knowledge/kg/mesh_diagnoses.tsv became a disease node under its clinical name (a row whose
     descriptor the graph already maps to a DO concept would silently do nothing); "septic shock" no longer names

@@ -386,3 +386,27 @@ def test_a_viral_infection_is_also_named_by_its_virus(b):
     assert "Hepatitis C virus" in hcv["synonyms"]
     assert "xyz virus" not in b.nodes["DOID:9001"]["synonyms"] + b.nodes["DOID:9002"]["synonyms"]
     assert not any("virus" in s for s in b.nodes[ASTHMA]["synonyms"])
+
+
+def test_synonym_errata_take_the_equivalence_they_drew_with_them(tmp_path):
+    """A name-made equivalence that rested on the withdrawn synonym alone goes (both ways); one the two concepts'
+    remaining names still support stays, and so does one drawn by a shared code."""
+    b = Builder()
+    b.step = lambda msg: None
+    symp = b.node("SYMP:1", "symptom", "do-symp", name="diarrhea")
+    b.add_synonym(symp, "fecal incontinence", "EXACT", "do-symp")
+    b.node("HP:1", "phenotype", "hpo", name="Bowel incontinence")
+    b.add_synonym(b.nodes["HP:1"], "Fecal incontinence", "EXACT", "hpo")
+    b.node("HP:2", "phenotype", "hpo", name="Diarrhea")
+    b.node("HP:3", "phenotype", "hpo", name="Watery stools")
+    for h, method in (("HP:1", "name"), ("HP:2", "name"), ("HP:3", "UMLS_CUI")):
+        b.edge("SYMP:1", "xref", h, "do-symp", method=method)
+        b.edge(h, "xref", "SYMP:1", "do-symp", method=method)
+    table = tmp_path / "synonym_errata.tsv"
+    table.write_text("concept\tsynonym\treason\nSYMP:1\tfecal incontinence\tnot diarrhoea\n")
+    build.remove_synonym_errata(b, table)
+    xrefs = {(u, v) for (u, rel, v) in b.edges if rel == "xref"}
+    assert ("SYMP:1", "HP:1") not in xrefs and ("HP:1", "SYMP:1") not in xrefs
+    assert {("SYMP:1", "HP:2"), ("HP:2", "SYMP:1"), ("SYMP:1", "HP:3"), ("HP:3", "SYMP:1")} <= xrefs
+    assert b.report["synonym_errata_removed"] == 1 and b.report["xref_errata_unlinked"] == 2
+
