@@ -35,7 +35,7 @@ from .normalize import normalise, uninvert
 log = logging.getLogger(__name__)
 
 # Bump when the build logic changes the graph: it is part of the artefact version.
-BUILDER_VERSION = "kg-21"
+BUILDER_VERSION = "kg-22"
 
 DEFAULT_SOURCES = ("do-humando", "do-facets", "do-xrefs", "do-disease-symptom", "do-symp", "do-obo-2016",
                    "hsdn", "pharmacotherapydb", "hpo", cardinal.SOURCE, endemic.SOURCE, *vocab.VOCAB_SOURCES,
@@ -571,13 +571,18 @@ def read_xref_errata(path: Path) -> list[tuple[str, str, str]]:
     return [(cid, xref, why) for cid, xref, why in rows]
 
 
-def remove_xref_errata(b: Builder, path: Path) -> None:
+def remove_xref_errata(b: Builder, path: Path, phenotypes: bool = False) -> None:
     """Remove the cross-references the curated errata list from their concepts (DO files Cushing syndrome's MeSH,
-    NCIt, UMLS and ICD codes under hyperaldosteronism). A row whose concept or cross-reference the graph lacks is
-    counted (``xref_errata_unmatched``; the tests require none)."""
+    NCIt, UMLS and ICD codes under hyperaldosteronism; HPO gives erythema the UMLS concept of flushing). Run twice:
+    for the disease rows right after the Disease Ontology's cross-references are read, and with ``phenotypes`` for the
+    HPO rows (``HP:`` ids) right after HPO is, before the symptom and disease equivalences are drawn through them. A
+    row whose concept or cross-reference the graph lacks is counted (``xref_errata_unmatched``; the tests require
+    none)."""
     rep = b.report
-    b.step("cross-reference errata (curated)")
+    b.step("cross-reference errata (curated" + (", phenotypes)" if phenotypes else ")"))
     for cid, xref, _ in read_xref_errata(path):
+        if cid.startswith("HP:") != phenotypes:
+            continue
         prefix, local = parsers.split_xref(xref)
         a = b.nodes.get(cid)
         held = a["xrefs"].get(prefix) if a else None
@@ -671,6 +676,8 @@ def build_graph(located: dict[str, Path], progress: bool = False) -> tuple[nx.Mu
     mondo = vocab.read_mondo(b, located)       # the HPO step and the vocabulary merge both map through Mondo
     if "hpo" in located:
         ingest_hpo(b, located["hpo"], vocab.orphanet_to_do(b, mondo))
+        if "kg-xref-errata" in located:
+            remove_xref_errata(b, located["kg-xref-errata"], phenotypes=True)
     if "do-symp" in located and "hpo" in located:
         link_symptom_phenotypes(b)
     if "hpo" in located:

@@ -410,3 +410,20 @@ def test_synonym_errata_take_the_equivalence_they_drew_with_them(tmp_path):
     assert {("SYMP:1", "HP:2"), ("HP:2", "SYMP:1"), ("SYMP:1", "HP:3"), ("HP:3", "SYMP:1")} <= xrefs
     assert b.report["synonym_errata_removed"] == 1 and b.report["xref_errata_unlinked"] == 2
 
+
+
+def test_xref_errata_of_a_phenotype_wait_for_hpo(b, tmp_path):
+    """The disease pass leaves an HPO row alone (HPO is not read yet) and counts nothing for it; the phenotype pass,
+    run once HPO is read, takes the code off the phenotype."""
+    table = tmp_path / "xref_errata.tsv"
+    table.write_text("concept\txref\treason\n"
+                     f"{ASTHMA}\tMESH:D001249\twrong descriptor\n"
+                     "HP:0010783\tUMLS_CUI:C0016382\tflushing's concept\n")
+    build.remove_xref_errata(b, table)
+    assert b.report["xref_errata_removed"] == 1 and not b.report.get("xref_errata_unmatched")
+    hp = b.node("HP:0010783", "phenotype", "hpo", name="Erythema")
+    b.add_xref(hp, "UMLS_CUI", "C0016382")
+    b.add_xref(hp, "UMLS_CUI", "C0041834")
+    build.remove_xref_errata(b, table, phenotypes=True)
+    assert b.nodes["HP:0010783"]["xrefs"]["UMLS_CUI"] == ["C0041834"]
+    assert b.report["xref_errata_removed"] == 2 and not b.report.get("xref_errata_unmatched")
