@@ -22,6 +22,9 @@ Matching (:meth:`MustNotMiss.check`):
 - a diagnosis several rules name is one item (its triggers and sources merged; the label and reason of its most
   specific rule). Items already in the differential stay listed, with their rank there: the list is never filtered
   by what the differential shows;
+- the items come most specific rule first (more conditions met), then, on a tie, the one whose met trigger is the
+  rarer finding (the fewer diseases the graph links to it: orthopnoea before breathlessness, though a patient who
+  cannot lie flat meets both), then by how many findings fired it and the file's order;
 - a diagnosis that a stated test result excludes (its ``ruled_out_by``: "urine pregnancy test negative" for an
   ectopic pregnancy) stays listed too, marked with the result and the words that state it, after the open items:
   the clinician sees that it was considered and why it is settled.
@@ -187,6 +190,7 @@ class _Hit:
     spec: DiagnosisSpec
     best: _Rule
     best_specificity: int
+    breadth: int                  # diseases the best rule's most specific met trigger is linked to (fewer: first)
     order: tuple[int, int]
     triggers: dict[str, str]      # concept id -> finding text, in order of appearance
     rules: list[_Rule]
@@ -209,6 +213,7 @@ class MustNotMiss:
         self._resolved_terms: dict[str, frozenset[str]] = {}
         self._finding_keys: dict[str, frozenset[str]] = {}
         self._dx_keys: dict[str, frozenset[str]] = {}
+        self._breadths: dict[str, int] = {}
         self.rules = [self._resolve(i, r) for i, r in enumerate(self.specs)]
         # diagnosis id -> (the excluding result in words, its patterns as one expression); every rule that names a
         # diagnosis gives it the same rule-out (the data tests check), so the first one written is taken
@@ -308,6 +313,15 @@ class MustNotMiss:
                 if e.concept_id and e.category != "demographic"
                 and not (e.negated or e.historical or e.family or e.hypothetical)]
 
+    def _breadth(self, cid: str) -> int:
+        """How many diseases the graph links to the finding ``cid`` (or a cross-reference of it): orthopnoea a few
+        dozen, breathlessness hundreds. A rule whose trigger is a rarer finding points at its diagnosis more than one
+        whose trigger is a common complaint."""
+        if cid not in self._breadths:
+            triples = self.kg.diseases_with_finding(cid) if hasattr(self.kg, "diseases_with_finding") else []
+            self._breadths[cid] = len({t.subject for t in triples})
+        return self._breadths[cid]
+
     def _keys(self, cid: str, depth: int, cache: dict[str, frozenset[str]]) -> frozenset[str]:
         """``cid``, its cross-references and their is_a ancestors up to ``depth`` levels (with cross-references)."""
         if cid not in cache:
@@ -335,13 +349,17 @@ class MustNotMiss:
             unsettled = self._unsettled(spec, age, sex)
             if unsettled is None:
                 continue
-            main = [e for e, keys in keyed if keys & rule.findings and not keys & rule.unless_ids]
+            met = [(e, keys & rule.findings) for e, keys in keyed if keys & rule.findings and not keys & rule.unless_ids]
+            main = [e for e, _ in met]
             extra = [e for e, keys in keyed if keys & rule.with_ids] if spec.with_findings else []
             if spec.with_known and not extra:
                 extra = [e for e, keys in known if keys & rule.with_ids]
             if not main or (spec.with_findings and not extra):
                 continue
             specificity = 1 + bool(spec.with_findings) + len(spec.conditions()) + spec.where_acquired
+            # how specific the rule's own trigger is that the patient met (orthopnoea, not breathlessness, for a
+            # patient who cannot lie flat: the breathlessness rule fires on the same finding through its parent)
+            breadth = min(self._breadth(t) for _, triggers in met for t in triggers)
             fired = {e.concept_id: e.text for e in [*main, *extra]}
             for j, d in enumerate(spec.diagnoses):
                 where: list[str] = []
@@ -352,22 +370,23 @@ class MustNotMiss:
                         continue
                 h = hits.get(d.id)
                 if h is None:
-                    hits[d.id] = _Hit(d, rule, specificity, (rule.order, j), dict(fired), [rule], where,
+                    hits[d.id] = _Hit(d, rule, specificity, breadth, (rule.order, j), dict(fired), [rule], where,
                                       list(unsettled), not unsettled)
                     continue
                 for k, v in fired.items():
                     h.triggers.setdefault(k, v)
                 h.places = list(dict.fromkeys(h.places + where))
                 h.rules.append(rule)
-                if specificity > h.best_specificity:   # the most specific rule names and explains the item
-                    h.spec, h.best, h.best_specificity = d, rule, specificity
+                # the most specific rule names and explains the item; on a tie, the one with the rarer met trigger
+                if (-specificity, breadth) < (-h.best_specificity, h.breadth):
+                    h.spec, h.best, h.best_specificity, h.breadth = d, rule, specificity, breadth
                 h.settled = h.settled or not unsettled
                 h.unsettled = [] if h.settled else list(dict.fromkeys(h.unsettled + unsettled))
         ranks = self._ranks(list(differential), list(hits.values()))
         stated = self.excluded(text)
         excluded = {h.spec.id: stated[h.spec.id] for h in hits.values() if h.spec.id in stated}
         ordered = sorted(hits.values(), key=lambda h: (h.spec.id in excluded, not h.settled, -h.best_specificity,
-                                                       -len(h.triggers), h.order))
+                                                       h.breadth, -len(h.triggers), h.order))
         out = []
         for h in ordered:
             rank = ranks.get(h.spec.id)

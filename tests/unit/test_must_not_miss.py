@@ -436,3 +436,30 @@ def test_the_cli_lines_group_reasons_and_show_conditions():
     assert must_not_miss_lines([out.model_dump()])[1] == (
         'Must not miss: ectopic pregnancy (abdominal pain; ruled out by a negative pregnancy test ("pregnancy test '
         'negative"))')
+
+
+def test_on_a_tie_the_item_a_rarer_finding_fired_comes_first(tmp_path):
+    """Two rules equally specific: the one written second comes first when its finding points at fewer diseases
+    (orthopnoea, few; breathlessness, many) — and names and explains an item both rules give."""
+    g = nx.MultiDiGraph()
+    for cid, name, cat in [("SYMP:10", "dyspnea", "symptom"), ("SYMP:11", "orthopnea", "symptom"),
+                           ("DOID:10", "pulmonary embolism", "disease"), ("DOID:11", "pulmonary edema", "disease"),
+                           ("DOID:12", "asthma", "disease"), ("DOID:13", "pneumonia", "disease")]:
+        g.add_node(cid, name=name, category=cat, synonyms=[], synonym_scopes=[], definition=None, xrefs={},
+                   sources=["test"])
+    for d, f in [("DOID:10", "SYMP:10"), ("DOID:11", "SYMP:10"), ("DOID:12", "SYMP:10"), ("DOID:13", "SYMP:10"),
+                 ("DOID:11", "SYMP:11")]:
+        g.add_edge(d, f, key="has_symptom", relation="has_symptom", source="test", license="CC0-1.0")
+    rules = {"version": 1, "rules": [
+        {"id": "breathless", "complaint": "breathlessness", "findings": ["dyspnea"], "reason": "breathless",
+         "citation": "Breathlessness guideline 2020.",
+         "diagnoses": [{"id": "DOID:10", "name": "pulmonary embolism"}, {"id": "DOID:11", "name": "pulmonary edema"}]},
+        {"id": "lying-flat", "complaint": "cannot lie flat", "findings": ["orthopnea"], "reason": "lying flat",
+         "citation": "Heart failure guideline 2021.",
+         "diagnoses": [{"id": "DOID:11", "name": "pulmonary edema", "label": "acute pulmonary oedema"}]}]}
+    mnm = MustNotMiss.from_kg(KnowledgeGraph(g, "test"), _rules_file(tmp_path, rules))
+    items = mnm.check(_ex(("short of breath", "SYMP:10"), ("cannot lie flat", "SYMP:11")))
+    assert _names(items) == ["acute pulmonary oedema", "pulmonary embolism"]
+    assert items[0].reason == "lying flat" and items[0].rules == ["breathless", "lying-flat"]
+    only = mnm.check(_ex(("short of breath", "SYMP:10")))                 # without the rarer finding: file order
+    assert _names(only) == ["pulmonary embolism", "pulmonary edema"]
