@@ -102,7 +102,7 @@ def _assert_readings(mee, text, positive, negated):
     ("I couldn't eat much due to nausea and vomiting.", {"Nausea and vomiting"}, set()),
     # a new clause with its own subject, or a cause, ends a negation's scope; a list keeps it
     ("I'm not feeling good, and I'm sweating a lot.", {"Hyperhidrosis"}, set()),
-    ("I just don't have any energy and my throat has been really itchy.", {"Pruritus"}, set()),
+    ("I just don't have any energy and my throat has been really itchy.", {"throat pain"}, set()),
     ("It is hard to move without becoming stiff due to my swollen joints.", {"Joint swelling"}, set()),
     ("No fever, chills, or cough.", set(), {"fever", "chills", "cough"}),
     # a finding that opens its own clause after the denial is there, unless that clause denies or ends it too
