@@ -9,12 +9,14 @@ such expressions to the concept the vocabulary would have found for the clinical
     the (case-insensitive) pattern is the whole finding;
 ``pain``
     the pattern names a body part; "my P hurts/aches/is sore", "my P, Q and R hurt" (each part),
-    "pain/ache/discomfort in (or behind) my P", "sore/aching P" and "P ache/pain/discomfort/soreness" give the
-    finding, and so does each place of a clinician's list before the word for pain ("chest and back pain",
+    "pain/ache/discomfort/tenderness in (over, of, behind) my P", "sore/aching P" and "P ache/pain/discomfort/soreness"
+    give the finding, and so does each place of a clinician's list before the word for pain ("chest and back pain",
     "abdominal and pelvic pain": the part, its adjective or the first words of the concept's name);
 ``swelling``
     the pattern names a body part; "swelling in (my) P", "swollen/swelled/puffy P", "my P is swollen / swells / has been
-    swelling", "P swelling" and "swelling P" give the finding;
+    swelling", "P swelling" and "swelling P" give the finding. An examiner's description of a joint or a limb is
+    read whole: "a hot, swollen, exquisitely painful P", "my P is red and swollen", "pain and swelling in P",
+    "swelling and tenderness of P" give the swelling and the pain over one span, so both findings are kept;
 ``lesion``
     the pattern is a word describing a skin lesion ("scaly", "annular", "umbilicated") or naming its kind
     ("plaque"); it is read only inside the description of a lesion — a run of descriptive words ending in a lesion
@@ -101,9 +103,19 @@ _NOT_SKIN = re.compile(r"\b(?:dental|pleural|atherosclerotic|atheromatous|arteri
 _OWNER = r"(?:my|the|his|her|their|your|both|both\s+of\s+my)\s+"
 _SIDE = r"(?:(?:left|right|lower|upper|whole|entire|inner|outer|anterior|posterior|lateral|medial|front)\s+)?"
 _ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+bit|a\s+lot|more|too)\s+)"
+# how a joint or a limb looks and feels, each word perhaps graded ("exquisitely tender"), and the separators of a run of
+# them ("hot, swollen and exquisitely tender")
+_STATE = (r"(?:\w+ly\s+)?(?:red(?:dened)?|hot|warm|tender|painful|sore|swollen|erythematous|inflamed|stiff|puffy|firm|"
+          r"tense|shiny)")
+_SEP = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+)"
+# the states said before the one a row reads ("a hot, swollen, painful toe") and after it ("is swollen and tender"):
+# the pain and the swelling rows take the whole run, so both findings of one description share its span and are kept
+_RUN = rf"(?:{_STATE}{_SEP}){{0,3}}"
+_RUN_AFTER = rf"(?:{_SEP}{_STATE}){{0,3}}"
 # the words that may stand between "swollen" and the part: "swollen, tender", "swollen and red", "swollen warm"
-_ALSO = (r"(?:\s*,\s*|\s+and\s+|\s+)(?:(?:tender|red|warm|hot|painful|erythematous|firm|tense|shiny)"
-         r"(?:\s*,\s*|\s+and\s+|\s+)){0,2}")
+_ALSO = rf"{_SEP}(?:{_STATE}{_SEP}){{0,2}}"
+# the other complaints said with a pain or a swelling in one phrase: "pain and swelling in", "swelling and tenderness of"
+_WITH = r"(?:swelling|redness|warmth|stiffness|tenderness|pain|erythema)"
 _BE = r"(?:is|are|was|were|feels?|felt|has\s+been|have\s+been|gets?|got|became|become|looks?|seems?|seem)"
 
 
@@ -120,18 +132,21 @@ def expand(form: str, part: str) -> str:
     if form == "pain":
         return "|".join((
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|pains|"
-            rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting|killing\s+me))\b",
-            rf"\b(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)\s+(?:in|on|around|at|behind)\s+"
+            rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:\w+ly\s+)?(?:sore|painful|tender|aching|achy|hurting|killing\s+me)"
+            rf"{_RUN_AFTER})\b",
+            rf"\b(?:{_WITH}\s+and\s+)?(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)"
+            rf"(?:\s+and\s+{_WITH})?\s+(?:in|on|around|at|behind|over|of)\s+"
             rf"{_OWNER}{_SIDE}{p}\b(?!\s+of\b)",    # "pain in the back", not "... the back of the head"
-            rf"\b(?:sore|painful|aching|achy|throbbing)\s+{_SIDE}{p}\b(?!\s+of\b)",
+            rf"\b{_RUN}(?:\w+ly\s+)?(?:sore|painful|aching|achy|throbbing){_ALSO}{_SIDE}{p}\b(?!\s+of\b)",
             rf"\b{p}\s?(?:aches?|pains?|discomfort|soreness)\b",    # "back discomfort", "chest discomfort"
         ))
     if form == "swelling":
         return "|".join((
-            rf"\b(?:swelling|swollenness|puffiness|oedema|edema)\s+(?:in|of|on|around)\s+(?:{_OWNER})?{_SIDE}{p}\b",
-            rf"\b(?:swollen|swelled|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a swollen, tender left calf"
+            rf"\b(?:{_WITH}\s+and\s+)?(?:swelling|swollenness|puffiness|oedema|edema)(?:\s+and\s+{_WITH})?"
+            rf"\s+(?:in|of|on|around|over)\s+(?:{_OWNER})?{_SIDE}{p}\b",
+            rf"\b{_RUN}(?:swollen|swelled|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a hot, swollen, tender left calf"
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|(?:ha(?:ve|s|d)\s+)?swollen|"
-            rf"{_BE}\s+{_ADV}{{0,2}}(?:swollen|puffy|bulging|swelling(?:\s+up)?))\b",
+            rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:swollen|puffy|bulging|swelling(?:\s+up)?){_RUN_AFTER})\b",
             rf"\b{p}\s+swelling\b",
             rf"\bswelling\s+{p}\b",
         ))
