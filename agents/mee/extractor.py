@@ -78,14 +78,14 @@ from .vitals import read_vitals, vital_finding
 log = logging.getLogger(__name__)
 
 # "A 24-year-old woman with type 1 diabetes has vomiting ...", "a 60-year-old man with hypertension and COPD presents
-# with ...": the conditions named between the patient and the verb that opens the present illness are known ones —
+# with ...", "a 19-year-old with type 1 diabetes has ...": the conditions named between the patient and the verb that opens the present illness are known ones —
 # context (past history), not findings of the illness the differential is about. Only disease names are taken so
 # ("a 30-year-old man with fever and cough has ..." states complaints), and not when the phrase dates them ("with a
 # 3-day history of ...", "with 2 weeks of ...").
 _KNOWN_CONDITIONS = re.compile(
-    r"^\W*(?:(?:an?|the)\s+)?\d+[\s-](?:year|month|week|day)s?[\s-]old\s+(?:[\w-]+\s+){0,3}?"
+    r"^\W*(?:(?:an?|the)\s+)?\d+[\s-](?:year|month|week|day)s?[\s-]old\s+(?:(?:[\w-]+\s+){0,3}?"
     r"(?:man|woman|boy|girl|male|female|patient|infant|child|neonate|newborn|toddler|adolescent|gentleman|lady|"
-    r"veteran|student|mother|primigravida|multigravida|gravida\s*\d+)\s+with\s+(?P<known>[^.;:]{3,160}?)\s*,?\s+"
+    r"veteran|student|mother|primigravida|multigravida|gravida\s*\d+)\s+)?with\s+(?P<known>[^.;:]{3,160}?)\s*,?\s+"
     r"(?:who\s+)?(?:has|had|presents|presented|comes|came|is\s+brought|was\s+brought|develops|developed|complains|"
     r"reports|is\s+admitted|was\s+admitted|is\s+evaluated|is\s+seen|returns|visits)\b", re.I)
 _DATED = re.compile(r"\b(?:\d+|a|an|one|two|three|four|five|six|several|few)[\s-]+(?:hours?|days?|weeks?|months?)\b|"

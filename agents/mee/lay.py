@@ -105,13 +105,20 @@ _SIDE = r"(?:(?:left|right|lower|upper|whole|entire|inner|outer|anterior|posteri
 _ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+bit|a\s+lot|more|too)\s+)"
 # how a joint or a limb looks and feels, each word perhaps graded ("exquisitely tender"), and the separators of a run of
 # them ("hot, swollen and exquisitely tender")
-_STATE = (r"(?:\w+ly\s+)?(?:red(?:dened)?|hot|warm|tender|painful|sore|swollen|erythematous|inflamed|stiff|puffy|firm|"
+# (the grades are listed, not any "-ly" word: a pattern that opens on "\w+ly" is tried at every word of every text)
+_GRADE = (r"(?:exquisitely|extremely|very|markedly|mildly|slightly|severely|intensely|moderately|quite|really|acutely|"
+          r"increasingly|exceedingly|visibly|diffusely|painfully)\s+")
+_STATE = (rf"(?:{_GRADE})?(?:red(?:dened)?|hot|warm|tender|painful|sore|swollen|erythematous|inflamed|stiff|puffy|firm|"
           r"tense|shiny)")
 _SEP = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+)"
-# the states said before the one a row reads ("a hot, swollen, painful toe") and after it ("is swollen and tender"):
-# the pain and the swelling rows take the whole run, so both findings of one description share its span and are kept
+# the states said before the one a row reads ("a hot, swollen, painful toe", "is red and swollen") and after it ("is
+# swollen and tender"): the pain and the swelling rows take the whole run, so both findings of one description share
+# its span and are kept. Before a finding that opens on its own word ("painful", "swollen") the run is found by
+# looking back from it (_RUN_BACK, :func:`_run_start`): a pattern opening on a run would be tried at every word.
 _RUN = rf"(?:{_STATE}{_SEP}){{0,3}}"
 _RUN_AFTER = rf"(?:{_SEP}{_STATE}){{0,3}}"
+_RUN_BACK = re.compile(rf"\b(?:(?:{_STATE}{_SEP}){{1,3}}(?:{_GRADE})?|{_GRADE})\Z", re.I)
+_RUN_FORMS = ("pain", "swelling")
 # the words that may stand between "swollen" and the part: "swollen, tender", "swollen and red", "swollen warm"
 _ALSO = rf"{_SEP}(?:{_STATE}{_SEP}){{0,2}}"
 # the other complaints said with a pain or a swelling in one phrase: "pain and swelling in", "swelling and tenderness of"
@@ -132,19 +139,19 @@ def expand(form: str, part: str) -> str:
     if form == "pain":
         return "|".join((
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:hurts?|hurting|aches?|aching|throbs?|throbbing|pains|"
-            rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:\w+ly\s+)?(?:sore|painful|tender|aching|achy|hurting|killing\s+me)"
+            rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:{_GRADE})?(?:sore|painful|tender|aching|achy|hurting|killing\s+me)"
             rf"{_RUN_AFTER})\b",
             rf"\b(?:{_WITH}\s+and\s+)?(?:pains?|aches?|aching|agony|discomfort|soreness|tenderness)"
             rf"(?:\s+and\s+{_WITH})?\s+(?:in|on|around|at|behind|over|of)\s+"
             rf"{_OWNER}{_SIDE}{p}\b(?!\s+of\b)",    # "pain in the back", not "... the back of the head"
-            rf"\b{_RUN}(?:\w+ly\s+)?(?:sore|painful|aching|achy|throbbing){_ALSO}{_SIDE}{p}\b(?!\s+of\b)",
+            rf"\b(?:sore|painful|aching|achy|throbbing){_ALSO}{_SIDE}{p}\b(?!\s+of\b)",
             rf"\b{p}\s?(?:aches?|pains?|discomfort|soreness)\b",    # "back discomfort", "chest discomfort"
         ))
     if form == "swelling":
         return "|".join((
             rf"\b(?:{_WITH}\s+and\s+)?(?:swelling|swollenness|puffiness|oedema|edema)(?:\s+and\s+{_WITH})?"
             rf"\s+(?:in|of|on|around|over)\s+(?:{_OWNER})?{_SIDE}{p}\b",
-            rf"\b{_RUN}(?:swollen|swelled|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a hot, swollen, tender left calf"
+            rf"\b(?:swollen|swelled|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a swollen, tender left calf"
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|(?:ha(?:ve|s|d)\s+)?swollen|"
             rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:swollen|puffy|bulging|swelling(?:\s+up)?){_RUN_AFTER})\b",
             rf"\b{p}\s+swelling\b",
@@ -248,6 +255,13 @@ def _finding(rule: PhraseRule, text: str, start: int, end: int) -> Finding:
                    name=rule.name, concept_ids=(rule.concept_id,), measured=False, negated=False)
 
 
+def _run_start(text: str, start: int) -> int:
+    """Where the run of states just before ``start`` begins ("hot, swollen, exquisitely " before "painful first MTP
+    joint"), else ``start``."""
+    m = _RUN_BACK.search(text, max(0, start - 120), start)
+    return m.start() if m else start
+
+
 def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
     """Findings said in everyday words, in text order, overlaps resolved (the longest wins)."""
     found: list[Finding] = []
@@ -258,7 +272,8 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
             before = _NEEDS_BEFORE.get(rule.form)
             if before is not None and not before.search(text, max(0, m.start() - 200), m.start()):
                 continue
-            found.append(_finding(rule, text, m.start(), m.end()))
+            start = _run_start(text, m.start()) if rule.form in _RUN_FORMS else m.start()
+            found.append(_finding(rule, text, start, m.end()))
     for rule, pat in _body_parts(str(path)):     # a place a pain radiates to, or one of the sites listed after it
         for m in pat.finditer(text):
             if _RADIATES_TO.search(text, max(0, m.start() - 220), m.start()):
