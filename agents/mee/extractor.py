@@ -78,8 +78,9 @@ from .vitals import read_vitals, vital_finding
 log = logging.getLogger(__name__)
 
 # "A 24-year-old woman with type 1 diabetes has vomiting ...", "a 60-year-old man with hypertension and COPD presents
-# with ...", "a 19-year-old with type 1 diabetes has ...": the conditions named between the patient and the verb that opens the present illness are known ones —
-# context (past history), not findings of the illness the differential is about. Only disease names are taken so
+# with ...", "a 19-year-old with type 1 diabetes has ...": the conditions named between the patient (the noun may be
+# left out) and the verb that opens the present illness are known ones — context (past history), not findings of the
+# illness the differential is about. Only disease names are taken so
 # ("a 30-year-old man with fever and cough has ..." states complaints), and not when the phrase dates them ("with a
 # 3-day history of ...", "with 2 weeks of ...").
 _KNOWN_CONDITIONS = re.compile(

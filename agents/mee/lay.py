@@ -121,7 +121,8 @@ _RUN_BACK = re.compile(rf"\b(?:(?:{_STATE}{_SEP}){{1,3}}(?:{_GRADE})?|{_GRADE})\
 _RUN_FORMS = ("pain", "swelling")
 # the words that may stand between "swollen" and the part: "swollen, tender", "swollen and red", "swollen warm"
 _ALSO = rf"{_SEP}(?:{_STATE}{_SEP}){{0,2}}"
-# the other complaints said with a pain or a swelling in one phrase: "pain and swelling in", "swelling and tenderness of"
+# the other complaints said with a pain or a swelling in one phrase ("pain and swelling in", "swelling and tenderness
+# of")
 _WITH = r"(?:swelling|redness|warmth|stiffness|tenderness|pain|erythema)"
 _BE = r"(?:is|are|was|were|feels?|felt|has\s+been|have\s+been|gets?|got|became|become|looks?|seems?|seem)"
 
