@@ -169,23 +169,32 @@ def _compiled(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
             if rule.form != "lesion"]
 
 
-@lru_cache(maxsize=4)
-def _body_parts(path: str) -> list[tuple[PhraseRule, re.Pattern]]:
-    """The body parts of the ``pain`` rows as places a pain radiates to or is felt in, one of a list ("the back",
-    not "the back of the head": that is the head's)."""
+@lru_cache(maxsize=8)
+def _body_parts(path: str, form: str = "pain") -> list[tuple[PhraseRule, re.Pattern]]:
+    """The body parts of the ``pain`` rows (or of another form's) as places a pain radiates to or is felt in, one of a
+    list ("the back", not "the back of the head": that is the head's)."""
     return [(rule, re.compile(rf"\b({_SIDE})(?:{rule.pattern})\b(?!\s+of\b)", _I))
-            for rule in load_lay_table(path) if rule.form == "pain"]
+            for rule in load_lay_table(path) if rule.form == form]
 
 
-@lru_cache(maxsize=4)
-def _coordinated(path: str) -> re.Pattern:
-    """Several body parts that hurt together, "my joints and back hurt", "my muscles, joints and back ache" or "my
-    arms and legs pain a lot": group 1 is the list, each of its parts a finding (:func:`find_lay_phrases`)."""
-    part = "|".join(f"(?:{rule.pattern})" for rule in load_lay_table(path) if rule.form == "pain")
+# what is said of several parts at once, by form: they hurt ("my joints and back hurt", "my arms and legs pain a lot")
+# or they swell ("my knees and ankles are swollen", "her fingers and wrists have been swelling")
+_TOGETHER = {
+    "pain": rf"(?:hurt|hurting|ache|aching|pain|throb|throbbing|"
+            rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:sore|painful|tender|aching|achy|hurting){_RUN_AFTER})",
+    "swelling": rf"(?:swell|swelling|swelled|(?:have\s+|had\s+)?swollen(?:\s+up)?|"
+                rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:swollen|puffy|swelling(?:\s+up)?){_RUN_AFTER})",
+}
+
+
+@lru_cache(maxsize=8)
+def _coordinated(path: str, form: str = "pain") -> re.Pattern:
+    """Several body parts said to hurt (``form`` "pain") or to swell ("swelling") together: group 1 is the list,
+    each of its parts a finding of its own row (:func:`find_lay_phrases`)."""
+    part = "|".join(f"(?:{rule.pattern})" for rule in load_lay_table(path) if rule.form == form)
     one = rf"(?:{_OWNER})?{_SIDE}(?:{part})"
     return re.compile(rf"\b{_OWNER}({_SIDE}(?:{part})(?:(?:\s*,\s*(?:and\s+)?|\s+(?:and|&)\s+){one}){{1,4}})"
-                      rf"\s+{_ADV}{{0,2}}(?:hurt|hurting|ache|aching|pain|throb|throbbing|"
-                      rf"{_BE}\s+{_ADV}{{0,2}}(?:sore|painful|tender|aching|achy|hurting))\b", _I)
+                      rf"\s+{_ADV}{{0,2}}{_TOGETHER[form]}\b", _I)
 
 
 # the adjective of a part clinicians put before "pain" where the pain rows name the part as a noun ("abdominal pain")
@@ -282,11 +291,12 @@ def find_lay_phrases(text: str, path: Path | str = LAY_TABLE) -> list[Finding]:
             part = m.end(1)                                                 # the part itself ("cheek")
             if _PAIN_IN.search(text, max(0, part - 300), part):
                 found.append(_finding(rule, text, part, m.end()))
-    parts = _body_parts(str(path))
-    for m in _coordinated(str(path)).finditer(text):      # "my joints and back hurt": each part is a finding
-        for rule, pat in parts:
-            for p in pat.finditer(text, m.start(1), m.end(1)):
-                found.append(_finding(rule, text, p.start(), p.end()))
+    for form in _RUN_FORMS:      # "my joints and back hurt", "my knees and ankles are swollen": each part a finding
+        parts = _body_parts(str(path), form)
+        for m in _coordinated(str(path), form).finditer(text):
+            for rule, pat in parts:
+                for p in pat.finditer(text, m.start(1), m.end(1)):
+                    found.append(_finding(rule, text, p.start(), p.end()))
     forms = _clinical_forms(str(path))
     for m in _clinical_list(str(path)).finditer(text):    # "chest and back pain": the chest's pain too
         for rule, pat in forms:
