@@ -94,7 +94,7 @@ _LESION_WORDS = (r"small|large|tiny|multiple|several|numerous|few|many|single|so
                  r"crusting|excoriated|ulcerated|greasy|stuck-on|velvety|nodular|papular|macular|vesicular|pustular|"
                  r"bullous|tense|flaccid|target(?:oid)?|petechial|purpuric|telangiectatic|pedunculated|atrophic|"
                  r"lichenified|depigmented|blanching|non-?blanching|serpiginous|linear|polygonal|flat-topped|"
-                 r"\d+(?:\.\d+)?[\s-]?(?:mm|cm)")
+                 r"\d+(?:\.\d+)?[\s-]?(?:mm|cm)|appearing|looking")     # "greasy-appearing", "waxy looking"
 # words before a lesion noun that make it something other than a skin lesion
 _NOT_SKIN = re.compile(r"\b(?:dental|pleural|atherosclerotic|atheromatous|arterial|amyloid|senile|neuritic|coronary|"
                        r"carotid|aortic|demyelinating|Peyer'?s|Koplik|Roth|Bitot'?s?|Janeway|cotton[\s-]wool|"
@@ -238,7 +238,7 @@ def _lesion(path: str) -> tuple[re.Pattern, list[tuple[PhraseRule, re.Pattern]]]
     rows = [(rule, re.compile(rf"\b(?:{rule.pattern})\b", _I)) for rule in load_lay_table(path)
             if rule.form == "lesion"]
     words = "|".join([_LESION_WORDS, *(f"(?:{rule.pattern})" for rule, _ in rows)])
-    description = re.compile(rf"\b(?:(?:{words})(?:\s*,\s*(?:and\s+)?|\s+(?:and|or)\s+|\s+)){{0,6}}"
+    description = re.compile(rf"\b(?:(?:{words})(?:\s*,\s*(?:and\s+)?|\s+(?:and|or)\s+|\s+|-)){{0,6}}"
                              rf"(?:{_LESION_NOUN})\b", _I)
     return description, rows
 
