@@ -16,7 +16,8 @@ such expressions to the concept the vocabulary would have found for the clinical
     the pattern names a body part; "swelling in (my) P", "swollen/swelled/puffy P", "my P is swollen / swells / has been
     swelling", "P swelling" and "swelling P" give the finding. An examiner's description of a joint or a limb is
     read whole: "a hot, swollen, exquisitely painful P", "my P is red and swollen", "pain and swelling in P",
-    "swelling and tenderness of P" give the swelling and the pain over one span, so both findings are kept;
+    "swelling and tenderness of P" give the swelling and the pain over one span, so both findings are kept; parts
+    said to swell together ("my knees and ankles are swollen") each give their own row's finding;
 ``lesion``
     the pattern is a word describing a skin lesion ("scaly", "annular", "umbilicated") or naming its kind
     ("plaque"); it is read only inside the description of a lesion — a run of descriptive words ending in a lesion
@@ -178,7 +179,7 @@ def _body_parts(path: str, form: str = "pain") -> list[tuple[PhraseRule, re.Patt
 
 
 # what is said of several parts at once, by form: they hurt ("my joints and back hurt", "my arms and legs pain a lot")
-# or they swell ("my knees and ankles are swollen", "her fingers and wrists have been swelling")
+# or they swell ("my knees and ankles are swollen", "my knees and wrists have been swelling up")
 _TOGETHER = {
     "pain": rf"(?:hurt|hurting|ache|aching|pain|throb|throbbing|"
             rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:sore|painful|tender|aching|achy|hurting){_RUN_AFTER})",
