@@ -138,6 +138,10 @@ CAUSE_PHRASES: tuple[str, ...] = ("due to", "because of", "thanks to", "owing to
 # except for a palpable purpura" (what follows is present)
 EXCEPTION_PHRASES: tuple[str, ...] = ("other than", "except for", "except", "apart from", "aside from",
                                      "with the exception of", "save for")
+# ... and where a comma opens what came before: "a band of blisters that does not cross the midline, after three days
+# of burning pain there" (the pain is present); without the comma the time belongs to the denial ("no pain after
+# meals")
+EARLIER_PHRASES: tuple[str, ...] = ("after", "following")
 
 # Test names that hold a cue word: "free T4 is high" denies nothing ("free" is a negation cue in "pain-free").
 TEST_NAME_PHRASES: tuple[str, ...] = (
@@ -336,6 +340,8 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
         {"LOWER": {"IN": list(CLAUSE_JOINERS)}},
         {"LOWER": {"IN": [w for w in CLAUSE_SUBJECTS if w not in SUBJECT_PRONOUNS]}}])])
     context.add([ConTextRule(lit, "CLAUSE_END", direction="PSEUDO") for lit in CAUSE_PHRASES + EXCEPTION_PHRASES])
+    context.add([ConTextRule("<comma> <earlier>", "CLAUSE_END", direction="PSEUDO", pattern=[
+        {"LOWER": ","}, {"LOWER": {"IN": list(EARLIER_PHRASES)}}])])
     # the patient speaks again: "her co-worker has tuberculosis and she now has a cough", "a man whose friend has the
     # flu presents with fever" (ends another person's scope; a possessive leads to the next person's cue instead)
     context.add([ConTextRule("<joiner> <pronoun>", "NEW_SUBJECT", direction="PSEUDO", pattern=[

@@ -112,6 +112,10 @@ def _assert_readings(mee, text, positive, negated):
     ("Denies fever, and cough has resolved.", set(), {"fever", "cough"}),
     ("She cannot recall any fever.", set(), {"fever"}),
     ("She cannot walk without help because of pain.", {"pain"}, set()),
+    # a comma and "after" open what came before the denial; without the comma the time belongs to it
+    ("Blisters on one side of the chest that do not cross the midline, after three days of burning pain there.",
+     {"pain"}, set()),
+    ("No pain after meals.", set(), {"pain"}),
 ])
 def test_lay_negation_scope(mee, text, positive, negated):
     """How far a patient's "can't", "not" and "without" reach: what the sentence says exists stays positive and

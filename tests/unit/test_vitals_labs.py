@@ -190,6 +190,10 @@ def test_temperature_units_inferred_from_the_value():
     ("PCO2 28 mm Hg", "paco2", 28, "hypocapnia"),
     ("PaCO2 of 62 mm Hg", "paco2", 62, "hypercapnia"),
     ("PaCO2 8.0 kPa", "paco2", 60, "hypercapnia"),
+    # a change over time: the value it reached
+    ("creatinine has risen from 90 to 310", "creatinine", 3.51, "elevated creatinine"),
+    ("haemoglobin has fallen from 13.2 to 8.1 g/dL", "hemoglobin", 8.1, "anemia"),
+    ("her glucose has been 250 mg/dL", "glucose", 250, "hyperglycemia"),
 ])
 def test_reads_laboratory_values(text, analyte, value, key):
     [r] = read_lab_values(text)
