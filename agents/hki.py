@@ -65,6 +65,8 @@ class RetrievalParams:
     site_k: int = 10                   # diseases the site ranking offers
     use_signs: bool = True             # the diseases classic signs point to (agents/signs.py) as a ranking
     sign_weight: float = 2.0           # its weight in the rank fusion (KG ranking = 1; dev-chosen)
+    kg_score_weight: float = 0.15      # the KG ranking's part also grows with its score relative to its best (the
+                                       # margin a rank hides): + w * score / best score (0: rank alone)
     use_risk_factors: bool = True      # stated exposures raise the candidates they make likelier (risk_factors.py)
     risk_factor_boost: float = 1.6     # the factor per unit of exposure weight (at most 2) on such a candidate
     others_as_exposures: bool = True   # a relative's disease or anyone's infection raises it too (risk_factors.py)
@@ -114,6 +116,7 @@ class RetrievalParams:
                    related_discount=getattr(cfg, "related_discount", None),
                    use_sites=getattr(cfg, "use_sites", True), site_weight=getattr(cfg, "site_weight", 0.5),
                    use_signs=getattr(cfg, "use_signs", True), sign_weight=getattr(cfg, "sign_weight", 2.0),
+                   kg_score_weight=getattr(cfg, "kg_score_weight", 0.15),
                    use_risk_factors=getattr(cfg, "use_risk_factors", True),
                    risk_factor_boost=getattr(cfg, "risk_factor_boost", 1.6),
                    risk_needs_match=getattr(cfg, "risk_needs_match", True),
@@ -751,8 +754,11 @@ class HKI:
         chunks the whole-presentation search retrieved, the diseases whose whole reference page (all answers about
         them) matches the presentation best (BM25), the diseases of the organs under a localised pain
         (:mod:`agents.sites`), the diseases classic signs point to (:mod:`agents.signs`), and the language model's
-        proposal when there is one: score = 1/(k + rank_kg) + w_text/(k + rank_text) + w_page/(k + rank_page)
-        + w_site/(k + rank_site) + w_sign/(k + rank_sign) + w_model/(k + rank_model).
+        proposal when there is one: score = 1/(k + rank_kg) + w_kg * score_kg / best_kg + w_text/(k + rank_text)
+        + w_page/(k + rank_page) + w_site/(k + rank_site) + w_sign/(k + rank_sign) + w_model/(k + rank_model).
+        The KG ranking alone also gives its score relative to its best (``p.kg_score_weight``): a rank hides how far
+        ahead the KG puts a disease, and without it a distant KG second that a word search also names passed a
+        KG first far ahead of it (0.15 chosen on the dev halves among 0.05, 0.1, 0.15 and 0.3, docs/results.md).
         A disease the rankings agree on rises; one found only by text or only by the model can enter. A disease a
         stated exposure makes likelier (``risk_hits``: disease id -> the exposures' mentions) has its fused score
         multiplied by ``p.risk_factor_boost`` to the power of the exposures' weights (at most 2). A proposed
@@ -775,6 +781,8 @@ class HKI:
         k = cfg.fusion_k
         text_rank = {d: i + 1 for i, (d, _) in enumerate(sorted(votes.items(), key=lambda kv: -kv[1][0]))}
         kg_rank = {c.concept_id: i + 1 for i, c in enumerate(candidates)}
+        kg_best = max((c.score for c in candidates), default=0.0)
+        kg_share = {c.concept_id: c.score / kg_best for c in candidates} if kg_best > 0 else {}
         model_rank: dict[str, int] = {}      # the model's own answer
         alt_rank: dict[str, int] = {}        # its widening call's alternatives (weighed apart, never "its first")
         model_of: dict[str, ProposedDiagnosis] = {}
@@ -819,6 +827,8 @@ class HKI:
                 ranks[key] = rank
                 origins.append("model" if key == "alt" else key)   # who put it forward: the model, either call
                 score += w / (k + rank)
+                if key == "kg":
+                    score += p.kg_score_weight * kg_share.get(did, 0.0)
                 if key not in ("model", "alt"):
                     knowledge[did] = score
                 if text:

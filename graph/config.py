@@ -43,6 +43,9 @@ class PipelineConfig(BaseModel):
     # its weight in the rank fusion (KG ranking = 1); 2 chosen on the dev halves among 1, 2, 3 (MedQA top-1 12.5 -> 19.6,
     # the other datasets unchanged; 3 = 2)
     sign_weight: float = Field(2.0, ge=0.0, le=10.0)
+    # the KG ranking's part of the fusion also grows with the candidate's KG score relative to the best one (the margin
+    # its rank alone hides: + kg_score_weight * score / best; 0: the rank alone)
+    kg_score_weight: float = Field(0.15, ge=0.0, le=10.0)
     use_risk_factors: bool = True     # stated exposures raise the candidates they make likelier (risk_factors.py)
     # the factor per unit of exposure weight (at most 2) on a fitting candidate's fused score (1: none; 1.6 chosen on
     # the dev halves among 1.3 and 1.6)

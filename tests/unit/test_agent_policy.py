@@ -161,7 +161,9 @@ def test_a_disease_only_word_search_found_is_weighed_down():
     votes, pages = {"D:9": (1.0, "chunk"), "D:1": (0.5, "chunk")}, {"D:9": 1}   # D:1: KG 1st, text 2nd
 
     def scores(factor):
-        fused = hki._fuse(ranked, votes, RetrievalParams(unmatched_factor=factor), page_rank=pages)
+        # the ranks alone (kg_score_weight 0): the KG's own margin is another test's subject
+        fused = hki._fuse(ranked, votes, RetrievalParams(unmatched_factor=factor, kg_score_weight=0.0),
+                          page_rank=pages)
         return {c.concept_id: c.score for c in fused}
 
     plain, weighed = scores(1.0), scores(0.85)
@@ -169,6 +171,36 @@ def test_a_disease_only_word_search_found_is_weighed_down():
     assert weighed["D:9"] == pytest.approx(0.85 * plain["D:9"], abs=1e-4)
     assert weighed["D:1"] == plain["D:1"] and weighed["D:1"] > weighed["D:9"]   # ... behind the KG's match now
     assert RetrievalParams().unmatched_factor == 0.85
+
+
+def test_the_kg_ranking_weighs_by_its_margin_not_its_rank_alone():
+    """The KG ranking's part of the fusion grows with a candidate's KG score relative to the best one: a disease the
+    KG puts far ahead keeps its first place against the KG's distant second that the page search also names; a close
+    second with the same page rank still passes it. With ``kg_score_weight`` 0 the ranks alone decide."""
+    from agents.hki import HKI, RetrievalParams
+    from agents.types import Candidate
+
+    class _NoConcepts:          # every fused disease is a ranked one: no look-up
+        graph = None
+
+        def concept(self, cid):
+            return None
+
+    hki = HKI(index=None, kg=_NoConcepts(), ranker=None)
+
+    def order(second_score, weight):
+        ranked = [Candidate(concept_id="D:1", name="first", score=10.0),
+                  Candidate(concept_id="D:2", name="second", score=second_score)]
+        fused = hki._fuse(ranked, {}, RetrievalParams(kg_score_weight=weight), page_rank={"D:2": 4})
+        return [c.concept_id for c in fused], {c.concept_id: c.score for c in fused}
+
+    assert order(2.0, 0.0)[0] == ["D:2", "D:1"]       # 1/5 + 1/7 against 1/4: the ranks alone
+    ids, scores = order(2.0, 0.15)
+    assert ids == ["D:1", "D:2"]                        # far behind in the KG: the page rank does not lift it past
+    assert scores["D:1"] == pytest.approx(1 / 4 + 0.15, abs=1e-4)
+    assert scores["D:2"] == pytest.approx(1 / 5 + 1 / 7 + 0.15 * 0.2, abs=1e-4)
+    assert order(9.5, 0.15)[0] == ["D:2", "D:1"]       # a close second: the page rank decides
+    assert RetrievalParams().kg_score_weight == 0.15
 
 
 def test_an_exposure_raises_only_a_disease_a_finding_matches():
