@@ -158,3 +158,12 @@ def test_the_example_sentences_of_the_table(signs, text, expected):
         assert not set(got) & _EXAMPLE_SIGNS, got
     else:
         assert expected in got, got
+
+
+def test_a_denial_ends_at_and_has(signs):
+    """"and has" starts a new statement: the denial before it does not reach the sign after it, and a denial after it
+    still counts."""
+    assert [m.spec.id for m in signs.find("She has no fever and has Koplik spots on the buccal mucosa.")] == \
+        ["koplik-spots"]
+    assert not signs.find("He has a cough and has no Koplik spots.")
+    assert not signs.find("No fever, no Koplik spots.")
