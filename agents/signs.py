@@ -35,7 +35,8 @@ DATA_FILE = Path(__file__).resolve().parent / "data" / "classic_signs.yaml"
 # eight months and has a milky discharge") ...
 _DENIED_BEFORE = re.compile(r"\b(?:no|not|without|negative|absent|absence\s+of|denies|denied|free\s+of|nor|"
                             r"rules?\s+out|ruled\s+out)\b"
-                            r"(?:(?!\b(?:but|however|although|though|yet|with|and\s+(?:a\s+)?positive|and\s+(?:has|have|had|is|was|shows?|showed))\b)"
+                            r"(?:(?!\b(?:but|however|although|though|yet|with|and\s+(?:a\s+)?positive|"
+                            r"and\s+(?:has|have|had|is|was|shows?|showed))\b)"
                             r"[^.;:!?\n]){0,60}\Z", re.I)   # \Z: "$" would also match before a line's end
 # ... or right after the sign ("Murphy's sign is negative", "Kernig sign: absent")
 # ("anti-Yo antibodies were not detected": the word antibodies may stand between the sign and the denial)
