@@ -79,8 +79,8 @@ PHRASE_TABLE = Path(__file__).with_name("lab_phrases.tsv")
 # ---------------------------------------------------------------------------------------------- numeric values
 
 _LINK = (r"(?:\s*(?:[:=~]|\b(?:is|are|was|were|of|at|to|now|levels?|concentrations?|counts?|measured|measures|"
-         r"shows?|showed|remains?|remained|increased\s+to|decreased\s+to|dropped\s+to|fell\s+to|rose\s+to|has|been|risen\s+to|"
-         r"(?:risen|rose|increased|climbed|gone\s+up|fallen|fell|dropped|decreased)\s+from\s+\d+(?:[.,]\d+)?\s+to|"
+         r"shows?|showed|remains?|remained|has|been|"
+         r"(?:risen|rose|increased|climbed|gone\s+up|fallen|fell|dropped|decreased)(?:\s+from\s+\d+(?:[.,]\d+)?)?\s+to|"
          r"elevated\s+at|elevated\s+to|low\s+at|high\s+at)\b)){0,4}\s*")
 _VALUE = (r"(?:[<>\u2264\u2265]\s*)?(?P<value>\d{1,3}(?:,\d{3})+(?![\d])|\d{1,3}(?:\s\d{3})+(?![\d.,])"
           r"|\d+(?:[.,]\d+)?)")

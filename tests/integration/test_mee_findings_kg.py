@@ -116,6 +116,12 @@ def _assert_readings(mee, text, positive, negated):
     ("Blisters on one side of the chest that do not cross the midline, after three days of burning pain there.",
      {"pain"}, set()),
     ("No pain after meals.", set(), {"pain"}),
+    # the patient's own verb after "and" or "but" starts a clause of its own: the denial before it ends there, and a
+    # denial after it starts anew
+    ("She denies fever and has a cough.", {"cough"}, {"fever"}),
+    ("He has no chest pain but is short of breath.", {"dyspnea"}, {"chest pain"}),
+    ("She has not vomited and was found confused.", {"confusion"}, {"vomiting"}),
+    ("No fever and has not vomited.", set(), {"fever", "vomiting"}),
 ])
 def test_lay_negation_scope(mee, text, positive, negated):
     """How far a patient's "can't", "not" and "without" reach: what the sentence says exists stays positive and
@@ -131,6 +137,13 @@ def test_lay_negation_scope(mee, text, positive, negated):
     ("Spirometry shows an FEV1:FVC ratio of 62%.", {"Reduced FEV1/FVC ratio"}, set()),
     ("Spirometry shows an FEV1/FVC ratio of 0.82.", set(), set()),
     ("The diffusion capacity of the lung (DLCO) is decreased.", {"Decreased DLCO"}, set()),
+    # an exam history's words for a sign (a collapsed lung is no faint)
+    ("She has not had a period for eight months and has a milky discharge from both nipples.",
+     {"Secondary amenorrhea", "Galactorrhea"}, set()),
+    ("He keeps bumping into door frames and cannot see to the sides.", {"Visual field defect"}, set()),
+    ("A 70-year-old man collapses at home; a tender pulsatile mass is felt in the abdomen.",
+     {"syncope", "abdominal mass"}, set()),
+    ("He has noticed blood in his stools, and his stools have become looser.", {"hematochezia", "diarrhea"}, set()),
 ])
 def test_examination_and_report_words(mee, text, positive, negated):
     """An exception ("no abnormalities other than") ends the denial before it, a denied examination finding stays
@@ -139,6 +152,13 @@ def test_examination_and_report_words(mee, text, positive, negated):
     by_name = _assert_readings(mee, text, positive, negated)
     if not positive and not negated:      # a look-alike: none of the readings above
         assert "reduced fev1/fvc ratio" not in by_name, sorted(by_name)
+
+
+def test_a_collapsed_lung_is_no_faint(mee):
+    """"Collapses" in a history is a faint; a collapsed lung is a pneumothorax and nothing else."""
+    by_name = _assert_readings(mee, "He has a collapsed lung.", {"Pneumothorax"}, set())
+    assert "syncope" not in by_name
+
 
 
 def test_a_test_name_holding_a_cue_word_denies_nothing(mee):
