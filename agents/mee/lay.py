@@ -161,7 +161,24 @@ def expand(form: str, part: str) -> str:
         ))
     if form in ("region", "worsening"):
         return rf"\b(?:{part})\b"
-    return part
+    return anyones(part)
+
+
+# A phrase row is often written in the patient's own words ("blood in my stools"); a clinician writes "his" or "her"
+_OTHER_OWNERS = ("his", "her", "their", "your")
+_INNER_GROUP = re.compile(r"(?<!\\)\(\?:((?:[^()\[\]\\]|\\[^()\[\]])*)\)")
+
+
+def anyones(pattern: str) -> str:
+    """``pattern`` with every innermost group of alternatives that offers "my" (alone, or before a space) offering
+    "his", "her", "their" and "your" beside it: "blood in (?:my|the) stools" also reads "blood in his stools"."""
+    def widen(m: re.Match) -> str:
+        alts = m.group(1).split("|")
+        extra = [o if a == "my" else o + a[2:] for a in alts if a == "my" or a.startswith(r"my\s")
+                 for o in _OTHER_OWNERS]
+        extra = [e for e in dict.fromkeys(extra) if e not in alts]
+        return "(?:" + "|".join(alts + extra) + ")" if extra else m.group(0)
+    return _INNER_GROUP.sub(widen, pattern)
 
 
 @lru_cache(maxsize=4)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.mee.lay import FORMS, expand, find_lay_phrases, load_lay_table
+from agents.mee.lay import FORMS, anyones, expand, find_lay_phrases, load_lay_table
 
 
 def names(text: str) -> list[str]:
@@ -567,3 +567,23 @@ def test_plain_names_of_common_complaints(text, name):
 ])
 def test_look_alikes_of_common_complaints_are_not_read(text, name):
     assert name not in names(text)
+
+
+@pytest.mark.parametrize("pattern, widened", [
+    (r"blood\s+in\s+(?:my|the)\s+vomit", r"blood\s+in\s+(?:my|the|his|her|their|your)\s+vomit"),
+    (r"(?:my\s+|the\s+)?skin", r"(?:my\s+|the\s+|his\s+|her\s+|their\s+|your\s+)?skin"),
+    (r"(?:myself|my\s+skin)", r"(?:myself|my\s+skin|his\s+skin|her\s+skin|their\s+skin|your\s+skin)"),
+    (r"\((?:my|a)\)", r"\((?:my|a|his|her|their|your)\)"),     # an escaped parenthesis is no group
+    (r"(?:the|a)\s+(?:mouth|throat)", r"(?:the|a)\s+(?:mouth|throat)"),   # no "my": as it was
+])
+def test_a_patients_my_is_also_a_clinicians_his_or_her(pattern, widened):
+    assert anyones(pattern) == widened
+
+
+@pytest.mark.parametrize("text, name", [
+    ("There is blood in her vomit.", "hematemesis"),
+    ("She has cracks in her heels.", "Skin fissure"),
+    ("He has noticed lumps under his skin.", "Skin nodule"),
+])
+def test_phrases_in_the_patients_words_read_in_the_third_person(text, name):
+    assert name in names(text)
