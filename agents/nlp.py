@@ -62,6 +62,8 @@ with _lean_imports():
 
 from knowledge.text import fold
 
+from .textutil import CLAUSE_VERBS
+
 NORM_COMPONENT = "mee_norms"
 
 
@@ -134,12 +136,8 @@ SUBJECT_PRONOUNS: tuple[str, ...] = ("i", "he", "she", "they", "we")
 # verbs whose subject is the patient in a presentation ("a man whose friend has the flu presents with fever")
 PATIENT_VERBS: tuple[str, ...] = ("presents", "presented", "complains", "complained")
 CAUSE_PHRASES: tuple[str, ...] = ("due to", "because of", "thanks to", "owing to")
-# ... and so it does where the patient's own verb follows a joiner with the subject left out: "she denies fever and
-# has a cough", "no chest pain but is short of breath" (a denial of its own after the verb starts a new scope: "and
-# has not vomited")
-CLAUSE_VERBS: tuple[str, ...] = ("has", "have", "had", "is", "was", "are", "were", "reports", "reported", "complains",
-                                 "complained", "describes", "described", "notes", "noted", "shows", "showed",
-                                 "developed", "develops", "presents", "presented", "feels", "felt")
+# ... and so it does where the patient's own verb follows a joiner with the subject left out (textutil.CLAUSE_VERBS; a
+# denial of its own after the verb starts a new scope: "and has not vomited")
 # ... and so it does where an exception begins: "no abnormalities other than crepitus in both knees", "unremarkable
 # except for a palpable purpura" (what follows is present)
 EXCEPTION_PHRASES: tuple[str, ...] = ("other than", "except for", "except", "apart from", "aside from",

@@ -25,18 +25,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .curated import NamedConcept, check_patterns, clean_text, read_curated, resolve_concepts, union_pattern
 from .mee.vitals import read_vitals
+from .textutil import CLAUSE_VERBS
 
 log = logging.getLogger(__name__)
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "classic_signs.yaml"
 
 # a denial earlier in the clause ("no", "without", "negative for", "absence of", "denies"; "but", "with", "and
-# positive", "and has" end its reach: "no Kernig sign but a positive Brudzinski sign", "has not had a period for
-# eight months and has a milky discharge") ...
+# positive", "and has" — the patient's own verb, textutil.CLAUSE_VERBS — end its reach: "no Kernig sign but a
+# positive Brudzinski sign", "has not had a period for eight months and has a milky discharge") ...
 _DENIED_BEFORE = re.compile(r"\b(?:no|not|without|negative|absent|absence\s+of|denies|denied|free\s+of|nor|"
                             r"rules?\s+out|ruled\s+out)\b"
                             r"(?:(?!\b(?:but|however|although|though|yet|with|and\s+(?:a\s+)?positive|"
-                            r"and\s+(?:has|have|had|is|was|shows?|showed))\b)"
+                            rf"and\s+(?:{'|'.join(CLAUSE_VERBS)}))\b)"
                             r"[^.;:!?\n]){0,60}\Z", re.I)   # \Z: "$" would also match before a line's end
 # ... or right after the sign ("Murphy's sign is negative", "Kernig sign: absent")
 # ("anti-Yo antibodies were not detected": the word antibodies may stand between the sign and the denial)

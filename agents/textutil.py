@@ -27,6 +27,13 @@ def sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
+# The patient's own verb after "and" or "but" with the subject left out starts a clause of its own: a denial before it
+# ends there ("she denies fever and has a cough", "no chest pain but is short of breath"); read by the extractor's
+# ConText rules (agents.nlp) and by the classic-sign reader (agents.signs)
+CLAUSE_VERBS: tuple[str, ...] = ("has", "have", "had", "is", "was", "are", "were", "reports", "reported", "complains",
+                                 "complained", "describes", "described", "notes", "noted", "shows", "showed",
+                                 "developed", "develops", "presents", "presented", "feels", "felt")
+
 # words that open a question ("What are the symptoms of ...?", "Is it inherited?", "How is it diagnosed?")
 _QUESTION_WORDS = frozenset({
     "what", "how", "why", "when", "where", "which", "who", "whom", "whose", "is", "are", "was", "were", "am", "do",
