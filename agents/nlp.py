@@ -137,7 +137,8 @@ SUBJECT_PRONOUNS: tuple[str, ...] = ("i", "he", "she", "they", "we")
 PATIENT_VERBS: tuple[str, ...] = ("presents", "presented", "complains", "complained")
 CAUSE_PHRASES: tuple[str, ...] = ("due to", "because of", "thanks to", "owing to")
 # ... and so it does where the patient's own verb follows a joiner with the subject left out (textutil.CLAUSE_VERBS; a
-# denial of its own after the verb starts a new scope: "and has not vomited")
+# denial of its own after the verb starts a new scope: "and has not vomited"); these clause ends close a past
+# history's scope too ("she had pneumonia in the past and has a cough": the cough is today's)
 # ... and so it does where an exception begins: "no abnormalities other than crepitus in both knees", "unremarkable
 # except for a palpable purpura" (what follows is present)
 EXCEPTION_PHRASES: tuple[str, ...] = ("other than", "except for", "except", "apart from", "aside from",
@@ -277,6 +278,8 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
                               "NEW_SUBJECT"],
         "FAMILY": ["NEGATED_EXISTENCE", "NEW_SUBJECT"],
         "HYPOTHETICAL": ["NEGATED_EXISTENCE", "FAMILY"],
+        # a past history ends where the patient's present begins: "she had asthma in the past and has eczema"
+        "HISTORICAL": ["CLAUSE_END", "NEW_SUBJECT"],
     }
     context = nlp.add_pipe("medspacy_context", config={"rules": "default", "span_attrs": "default"})
     # (set after construction: spaCy's config validation turns the lists into one-shot iterators)

@@ -154,6 +154,20 @@ def test_examination_and_report_words(mee, text, positive, negated):
         assert "reduced fev1/fvc ratio" not in by_name, sorted(by_name)
 
 
+@pytest.mark.parametrize("text, present, past", [
+    ("She had pneumonia in the past and has a cough.", "cough", None),
+    ("In the past he had pneumonia and a stroke.", None, "stroke"),
+    ("Past medical history: asthma, eczema and migraine.", None, "migraine"),
+])
+def test_a_past_history_ends_where_the_present_begins(mee, text, present, past):
+    """A past history's scope ends at "and has ..." (the patient's own present), and reaches along a list."""
+    by_name = {e.concept_name.lower(): e for e in mee.extract(text).entities if e.concept_name}
+    if present:
+        assert present in by_name and not by_name[present].historical, sorted(by_name)
+    if past:
+        assert past in by_name and by_name[past].historical, sorted(by_name)
+
+
 def test_a_collapsed_lung_is_no_faint(mee):
     """"Collapses" in a history is a faint; a collapsed lung is a pneumothorax and nothing else."""
     by_name = _assert_readings(mee, "He has a collapsed lung.", {"Pneumothorax"}, set())

@@ -278,6 +278,15 @@ def test_usmle_lab_table():
     ("free T4 is high", "HP:0033077", False, "free T4 is high"),
     ("radioactive iodine uptake is low", "HP:0031219", False, "radioactive iodine uptake is low"),
     ("increased radioiodine uptake", "HP:0031220", False, "increased radioiodine uptake"),
+    ("Hb 9.8 with a low MCV", "HP:0025066", False, "low MCV"),
+    ("the mean corpuscular volume is raised", "HP:0005518", False, "mean corpuscular volume is raised"),
+    ("Urine pregnancy test is positive.", "HP:6000485", False, "Urine pregnancy test is positive"),
+    ("a positive pregnancy test", "HP:6000485", False, "positive pregnancy test"),
+    ("serum beta-hCG is elevated", "HP:6000485", False, "serum beta-hCG is elevated"),
+    ("pregnancy test negative", "HP:6000485", True, "pregnancy test negative"),
+    ("Urine dipstick shows 3+ protein.", "SYMP:0000367", False, "Urine dipstick shows 3+ protein"),
+    ("Urine shows protein.", "SYMP:0000367", False, "Urine shows protein"),
+    ("protein 2+ on the dipstick", "SYMP:0000367", False, "protein 2+"),
 ])
 def test_results_in_words(text, concept, negated, span):
     [f] = find_lab_phrases(text)
@@ -307,6 +316,8 @@ def test_one_phrase_two_findings():
 @pytest.mark.parametrize("text", [
     "no ST changes", "ANA titer of 1:40", "low-dose aspirin", "a high potassium diet", "troponin was sent",
     "high-sensitivity troponin assay ordered", "an RF ablation", "Ana reports", "PT twice a week",
+    # a dipstick that shows nothing states no result (and the word before a denial is no filler of a finding)
+    "Urinalysis shows no protein.", "Urine dipstick shows no blood.", "Urinalysis shows no white cells.",
 ])
 def test_no_result_in_words(text):
     assert find_lab_phrases(text) == []
