@@ -36,6 +36,7 @@ FINDING_CONCEPTS: dict[str, FindingConcept] = {
     "tachycardia": FindingConcept("tachycardia", ("SYMP:0000529", "HP:0001649")),
     "bradycardia": FindingConcept("bradycardia", ("SYMP:0000231", "HP:0001662")),
     "tachypnea": FindingConcept("tachypnea", ("SYMP:0000603", "HP:0002789")),
+    "bradypnea": FindingConcept("bradypnea", ("SYMP:0000429", "HP:0046507")),
     "hypotension": FindingConcept("hypotension", ("SYMP:0000059", "HP:0002615")),
     # A single high reading is a finding, not the disease: "Increased blood pressure" is the HPO parent of
     # "Hypertension" (which the graph equates with the disease hypertension), so the ranker still reaches the

@@ -21,7 +21,7 @@ fever                       temperature >= 38.0 °C (100.4 °F)
 low-grade fever             37.8 <= temperature < 38.0 °C (100.0-100.3 °F)
 hypothermia                 temperature < 35.0 °C (95 °F)
 tachycardia / bradycardia   pulse > 100 / < 60 per minute
-tachypnea                   respirations > 20 per minute
+tachypnea / bradypnea       respirations > 20 / < 10 per minute (bradypnea: age 12 and over)
 hypotension                 systolic pressure < 90 mm Hg
 elevated blood pressure     systolic >= 140 or diastolic >= 90 mm Hg (age 12 and over)
 hypoxemia                   SpO2 < 92 %, or PaO2 < 80 mm Hg
@@ -215,8 +215,9 @@ def vital_finding(reading: Reading, age_years: float | None = None) -> Finding:
         key = "tachycardia" if v > lim.pulse_high else "bradycardia" if v < lim.pulse_low else None
         rules_out = ("tachycardia", "bradycardia")
     elif reading.analyte == "respirations":
-        key = "tachypnea" if v > lim.respirations_high else None
-        rules_out = ("tachypnea",)
+        slow = lim.adult_pressure and v < 10     # an adult's (age 12+) respiratory depression: opioids, a coma
+        key = "tachypnea" if v > lim.respirations_high else "bradypnea" if slow else None
+        rules_out = ("tachypnea", "bradypnea" if lim.adult_pressure else None)
     elif reading.analyte == "blood pressure":
         dia = reading.value2
         if v < lim.systolic_low:

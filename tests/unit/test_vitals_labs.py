@@ -66,7 +66,7 @@ def test_usmle_sentence():
     ("temp 100.2 F", "low-grade fever"), ("T 37.8 °C", "low-grade fever"), ("T 37.7 °C", None),
     ("T 34.5 °C", "hypothermia"), ("T 35.0 °C", None), ("temperature 94 °F", "hypothermia"),
     ("HR 101", "tachycardia"), ("HR 100", None), ("HR 59", "bradycardia"), ("HR 60", None),
-    ("RR 21", "tachypnea"), ("RR 20", None), ("RR 12", None),
+    ("RR 21", "tachypnea"), ("RR 20", None), ("RR 12", None), ("RR 10", None), ("RR 9", "bradypnea"),
     ("BP 89/60 mm Hg", "hypotension"), ("BP 90/60 mm Hg", None), ("BP 139/89 mm Hg", None),
     ("BP 140/80 mm Hg", "elevated blood pressure"), ("BP 130/90 mm Hg", "elevated blood pressure"),
     ("SpO2 91%", "hypoxemia"), ("SpO2 92%", None), ("PaO2 70 mm Hg", "hypoxemia"), ("PaO2 90 mm Hg", None),
@@ -93,6 +93,9 @@ def test_paediatric_limits():
     assert vital_finding(r, age_years=0.5).key is None
     assert vital_finding(r, age_years=30).key == "tachycardia"
     assert vital_finding(r).key == "tachycardia"             # unknown age: adult limits
+    [rr] = read_vitals("respirations are 8/min")
+    assert vital_finding(rr, age_years=30).key == "bradypnea"
+    assert vital_finding(rr, age_years=5).key is None         # no slow-breathing limit for a child
     [bmi] = read_vitals("BMI 17 kg/m2")
     assert vital_finding(bmi, age_years=10).key is None      # no adult underweight limit for a child
 
