@@ -110,6 +110,7 @@ class VitalLimits:
     respirations_high: float = 20
     systolic_low: float = 90
     adult_pressure: bool = True     # judge a high blood pressure by the adult 140/90 limit
+    respirations_low: float | None = 10     # an adult's respiratory depression (opioids, a coma); none for a child
 
 
 def vital_limits(age_years: float | None = None) -> VitalLimits:
@@ -119,11 +120,11 @@ def vital_limits(age_years: float | None = None) -> VitalLimits:
     if age_years is None or age_years >= 12:
         return VitalLimits()
     if age_years < 1:
-        return VitalLimits(160, 100, 50, 70, adult_pressure=False)
+        return VitalLimits(160, 100, 50, 70, adult_pressure=False, respirations_low=None)
     low_sbp = min(90.0, 70 + 2 * int(age_years))
     if age_years < 6:
-        return VitalLimits(140, 80, 40, low_sbp, adult_pressure=False)
-    return VitalLimits(120, 70, 30, low_sbp, adult_pressure=False)
+        return VitalLimits(140, 80, 40, low_sbp, adult_pressure=False, respirations_low=None)
+    return VitalLimits(120, 70, 30, low_sbp, adult_pressure=False, respirations_low=None)
 
 
 def _temperature_celsius(value: float, unit: str | None) -> float | None:
@@ -215,9 +216,9 @@ def vital_finding(reading: Reading, age_years: float | None = None) -> Finding:
         key = "tachycardia" if v > lim.pulse_high else "bradycardia" if v < lim.pulse_low else None
         rules_out = ("tachycardia", "bradycardia")
     elif reading.analyte == "respirations":
-        slow = lim.adult_pressure and v < 10     # an adult's (age 12+) respiratory depression: opioids, a coma
-        key = "tachypnea" if v > lim.respirations_high else "bradypnea" if slow else None
-        rules_out = ("tachypnea", "bradypnea" if lim.adult_pressure else None)
+        low = lim.respirations_low
+        key = ("tachypnea" if v > lim.respirations_high else "bradypnea" if low is not None and v < low else None)
+        rules_out = ("tachypnea", "bradypnea" if low is not None else None)
     elif reading.analyte == "blood pressure":
         dia = reading.value2
         if v < lim.systolic_low:
