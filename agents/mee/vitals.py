@@ -203,7 +203,8 @@ def _longest_first(readings: list[Reading]) -> list[Reading]:
 def vital_finding(reading: Reading, age_years: float | None = None) -> Finding:
     """The finding of one vital-sign reading (``key=None`` when it is within the limits, with the findings the
     reading rules out in ``rules_out``: a temperature of 36.8 °C is no fever, a pulse of 80/min neither tachycardia
-    nor bradycardia; a value in the grey zone — 37.8-37.9 °C, a saturation of 92-94 % — rules nothing out)."""
+    nor bradycardia; a value in the grey zone — 37.8-37.9 °C, a saturation of 92-94 %, a systolic pressure of 90-99
+    mm Hg — rules nothing out)."""
     lim = vital_limits(age_years)
     v = reading.value
     key: str | None = None
@@ -225,7 +226,10 @@ def vital_finding(reading: Reading, age_years: float | None = None) -> Finding:
             key = "hypotension"
         elif lim.adult_pressure and (v >= 140 or (dia is not None and dia >= 90)):
             key = "elevated blood pressure"
-        rules_out = ("hypotension", "elevated blood pressure" if lim.adult_pressure else None)
+        # a systolic pressure within 10 mm Hg of the limit (90-99 in an adult) is no hypotension but does not rule
+        # one out either: a fainting young woman's 92/58 is low for her
+        rules_out = ("hypotension" if v >= lim.systolic_low + 10 else None,
+                     "elevated blood pressure" if lim.adult_pressure else None)
     elif reading.analyte == "oxygen saturation":
         key = "hypoxemia" if v < 92 else None
         rules_out = ("hypoxemia",) if v >= 95 else ()

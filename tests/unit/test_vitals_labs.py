@@ -441,6 +441,9 @@ def test_a_child_alkaline_phosphatase_rules_nothing_out():
     ("pulse 80/min", None, ("tachycardia", "bradycardia")),
     ("blood pressure 118/76 mm Hg", 40, ("hypotension", "elevated blood pressure")),
     ("blood pressure 118/76 mm Hg", 8, ("hypotension",)),   # no adult hypertension limit for a child
+    ("blood pressure 92/58 mm Hg", 27, ("elevated blood pressure",)),  # grey zone: low for her, not ruled out
+    ("respirations 14/min", 30, ("tachypnea", "bradypnea")),
+    ("respirations 14/min", 4, ("tachypnea",)),             # no slow-breathing limit for a child
     ("oxygen saturation 98%", None, ("hypoxemia",)),
     ("oxygen saturation 93%", None, ()),                    # grey zone: neither hypoxaemia nor its denial
 ])
