@@ -340,16 +340,24 @@ def icd_codes_by_name(b: Builder, merge: VocabularyMerge, new_ids: Iterable[str]
     for c in merge.candidates:
         if c.doid in ids and c.doid not in coded and c.scope == MAPPED and c.source == SOURCE:
             owners[normalise(c.text)].add(c.doid)
-    given: dict[str, set[str]] = defaultdict(set)
-    for code, name in named_codes:
-        hits = owners.get(normalise(name), set())
-        if len(hits) == 1:
-            given[next(iter(hits))].add(code)
+    given = codes_by_name(owners, named_codes)
     for nid, codes in sorted(given.items()):
         for code in sorted(codes):
             merge.xrefs.append((nid, "ICD10CM", code, "icd10cm"))
     b.report["mesh_nodes_icd10cm_by_name"] = len(given)
     return len(given)
+
+
+def codes_by_name(owners: dict[str, set[str]], named_codes: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
+    """Node -> the codes whose cleaned title or inclusion term (``named_codes``: (code, name) pairs) is a name
+    only that node owns (``owners``: normalised name -> nodes); a name several nodes own gives none of them a
+    code."""
+    given: dict[str, set[str]] = defaultdict(set)
+    for code, name in named_codes:
+        hits = owners.get(normalise(name), set())
+        if len(hits) == 1:
+            given[next(iter(hits))].add(code)
+    return given
 
 
 def mesh_names(term: parsers.MeshTerm) -> list[tuple[str, str]]:

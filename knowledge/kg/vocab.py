@@ -31,8 +31,9 @@ Synonyms are added (:class:`VocabularyMerge`) conservatively:
   "NEC"/"not elsewhere classified" and other "unspecified" ones are dropped (:func:`icd_names`).
 
 NCIt definitions are kept in the node's ``definitions`` list (text, source, NCIt id) next to DO's own
-``definition``, which is never replaced. Mondo, GARD and UMLS identifiers of a uniquely mapped Mondo disease are
-added to the DO concept's ``xrefs`` unless another DO concept already carries them.
+``definition``, which is never replaced. Mondo, GARD, UMLS and ICD-10-CM identifiers of a uniquely mapped Mondo
+disease are added to the DO concept's ``xrefs`` unless another DO concept already carries them; a DO disease still
+without an ICD-10-CM code gets the one whose cleaned title or inclusion term is its own name (no other concept's).
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ VOCAB_SOURCES = ("ncit", *MONDO_SOURCES, "mesh-thesaurus", "mesh-trees", "icd10c
 # the vocabularies mapped to DO, by the xref prefix the KG uses for them, and the Mondo table matching each
 _BRIDGED = {"MESH": "mondo-mesh", "ICD10CM": "mondo-icd10cm", "NCI": "mondo-ncit"}
 # identifiers of a Mondo disease added to its DO concept as cross-references
-_XREF_TABLES = {"UMLS_CUI": "mondo-umls", "GARD": "mondo-gard"}
+_XREF_TABLES = {"UMLS_CUI": "mondo-umls", "GARD": "mondo-gard", "ICD10CM": "mondo-icd10cm"}
 _ROOT = "DOID:4"                   # "disease": never receives names from the vocabularies
 
 # the kinds of name of the curated clinical-names table, and the synonym scope each becomes
@@ -444,6 +445,30 @@ class VocabularyMerge:
             self.propose(doid, names, source)
         return unmapped
 
+    def add_icd10cm_by_name(self, named_codes: Iterable[tuple[str, str]], source: str) -> int:
+        """ICD-10-CM codes for the DO diseases that have none -- from neither DO's cross-references nor a Mondo
+        exact match -- by name: a code no DO concept holds (``named_codes``: (code, cleaned title or inclusion
+        term) pairs from :meth:`add_icd10cm`) whose name is the preferred name or an exact synonym of exactly one
+        DO disease ("Allergic rhinitis, unspecified", J30.9, for allergic rhinitis). The code is the commonness
+        prior's ICD-10-CM mark: without it a common disease looked like a rare one. Returns the number of
+        diseases given a code."""
+        coded = {doid for doid, prefix, *_ in self.xrefs if prefix == "ICD10CM"}
+        owners: dict[str, set[str]] = defaultdict(set)
+        for nid, a in self.b.nodes.items():
+            if a["category"] != "disease" or not nid.startswith("DOID:") or nid == _ROOT:
+                continue
+            if a["xrefs"].get("ICD10CM"):
+                coded.add(nid)
+            for k in _own_keys(a, exact_only=True):
+                owners[k].add(nid)
+        given = {nid: codes for nid, codes in mesh_nodes.codes_by_name(owners, named_codes).items()
+                 if nid not in coded}
+        for nid, codes in sorted(given.items()):
+            for code in sorted(codes):
+                self.xrefs.append((nid, "ICD10CM", code, source))
+        self.b.report["vocab_icd10cm_codes_by_name"] = len(given)
+        return len(given)
+
     # -- applying
     def apply(self) -> dict[str, int]:
         """Write the accepted synonyms, definitions and cross-references into the builder's nodes. Returns the
@@ -597,6 +622,7 @@ def ingest_vocabularies(b: Builder, located: dict[str, Path], files: dict[str, l
         b.step("ICD-10-CM code titles and inclusion terms")
         (xml,) = files["icd10cm"]
         unmapped = merge.add_icd10cm(parsers.read_icd10cm_tabular(xml), "icd10cm")
+        merge.add_icd10cm_by_name(unmapped, "icd10cm")
         if new_mesh:
             mesh_nodes.icd_codes_by_name(b, merge, new_mesh, unmapped)
     merge.add_virus_names(VIRUS_NAMES_SOURCE)

@@ -234,6 +234,17 @@ def test_mesh_diseases_take_icd10cm_codes_by_name(kg):
     assert kg.report["mesh_nodes_icd10cm_by_name"] > 100
 
 
+def test_do_diseases_take_icd10cm_codes_from_mondo_or_by_name(kg):
+    """DO's own cross-references leave many common diseases without an ICD-10-CM code (the commonness prior read
+    them as rare): Mondo's exact matches give pneumonia J18.9 and urticaria L50, the code titled with its own name
+    gives allergic rhinitis J30.9."""
+    xrefs = lambda n: set(kg.graph.nodes[n]["xrefs"].get("ICD10CM", ()))     # noqa: E731
+    assert "J18.9" in xrefs("DOID:552")                # pneumonia (Mondo)
+    assert "L50" in xrefs("DOID:1555")                 # urticaria (Mondo)
+    assert "J30.9" in xrefs("DOID:4481")               # allergic rhinitis: "Allergic rhinitis, unspecified"
+    assert kg.report["vocab_icd10cm_codes_by_name"] > 100
+
+
 def test_synonym_errata_remove_a_wrong_ontology_synonym(kg):
     """The curated errata take "fecal incontinence" off SYMP's diarrhoea; HPO's bowel incontinence keeps it, and
     every row of the table applied."""

@@ -195,6 +195,34 @@ def test_icd_codes_mapping_to_exactly_one_concept(b):
     assert b.report["vocab_icd10cm_codes_ambiguous"] == 1 and b.report["vocab_icd10cm_codes_mapped"] == 2
 
 
+def test_do_diseases_without_a_code_take_one_by_name_or_from_mondo(b):
+    """A DO disease no cross-reference gives an ICD-10-CM code takes the one Mondo matches exactly to it, else the
+    one whose cleaned title is its own name or exact synonym -- never a code another concept holds or a name two
+    concepts share."""
+    b.add_synonym(b.nodes[STONE], "kidney stone", "EXACT", "do-obo-2016")
+    hay = b.node("DOID:4481", "disease", "do-humando", name="allergic rhinitis")
+    b.add_synonym(hay, "hay fever", "EXACT", "do-obo-2016")
+    b.node("DOID:9", "disease", "do-humando", name="rhinitis")
+    b.node("DOID:10", "disease", "do-humando", name="rhinitis, unspecified")     # a name two codes could meet
+    merge = vocab.VocabularyMerge(b)
+    merge.bridge.add_mondo_doid([exact("MONDO:1", "DOID:9", "rhinitis")])
+    merge.add_mondo_xrefs("ICD10CM", [exact("MONDO:1", "ICD10CM:J31.0", "rhinitis")], "mondo-icd10cm")
+    unmapped = merge.add_icd10cm([
+        IcdCode("N20.0", "Calculus of kidney", ["Kidney stone", "Nephrolithiasis NOS"]),
+        IcdCode("J30.9", "Allergic rhinitis, unspecified", []),
+        IcdCode("J30.1", "Allergic rhinitis due to pollen", ["Hay fever"]),
+        IcdCode("J45.20", "Mild intermittent asthma, uncomplicated", ["Asthma"]),
+    ], "icd10cm")
+    assert merge.add_icd10cm_by_name(unmapped, "icd10cm") == 2
+    merge.apply()
+    icd = lambda doid: b.nodes[doid]["xrefs"].get("ICD10CM", [])     # noqa: E731
+    assert sorted(icd(STONE)) == ["N20.0"] and "icd10cm" in b.nodes[STONE]["sources"]
+    assert sorted(icd("DOID:4481")) == ["J30.1", "J30.9"]
+    assert icd("DOID:9") == ["J31.0"]                      # from Mondo
+    assert icd(ASTHMA) == ["J45"]                         # its own code: no second one by name
+    assert b.report["vocab_icd10cm_codes_by_name"] == 2
+
+
 def test_curated_abbreviations_claim_their_names(b):
     merge = vocab.VocabularyMerge(b)
     merge.add_abbreviations([Abbreviation("MI", MI, "myocardial infarction", "common clinical usage"),
