@@ -2,7 +2,8 @@
 
 The knowledge-based rankings lift a disease for the findings it expects; they do not know what a disease makes
 unlikely. A fever beside sneezing argues against allergic rhinitis, a fever beside a headache against migraine, a rash
-all over the body against shingles. The curated table ``agents/data/against_findings.yaml`` (each rule with its
+all over the body against shingles; and the converse: a cancer with none of its warning features stated (no weight
+loss, lump, bleeding ...) is not where a clinician starts. The curated table ``agents/data/against_findings.yaml`` (each rule with its
 finding, diseases, reason and published source; reviewable) is read here. :meth:`AgainstFindings.demote` marks every
 candidate a stated finding argues against ("against: a fever — ..."), multiplies its score by the factor once per
 rule (at most twice) and puts the list back in score order; it never drops one: the disease may still be the answer.
@@ -45,8 +46,11 @@ class AgainstSpec(BaseModel):
     findings: list[NamedConcept] = Field(default_factory=list)
     patterns: list[str] = Field(default_factory=list)
     unless: list[NamedConcept] = Field(default_factory=list)   # findings that, present too, stop the rule
+    unless_patterns: list[str] = Field(default_factory=list)   # or words that, stated and not denied, stop it
+    always: bool = False             # fires on every presentation that states none of its ``unless`` findings/words
     diseases: list[NamedConcept] = Field(min_length=1)
-    kinds: bool = True                                          # the diseases' kinds too (is_a up to DISEASE_DEPTH)
+    kinds: bool = True                                          # the diseases' kinds too (is_a up to kind_depth)
+    kind_depth: int = Field(DISEASE_DEPTH, ge=1, le=30)
     reason: str
     citation: str
 
@@ -54,7 +58,12 @@ class AgainstSpec(BaseModel):
 
     @model_validator(mode="after")
     def _stated_somehow(self) -> AgainstSpec:
-        if not self.findings and not self.patterns:
+        if self.always:
+            if self.findings or self.patterns:
+                raise ValueError(f"rule {self.id}: a rule that always fires takes no findings or patterns")
+            if not self.unless and not self.unless_patterns:
+                raise ValueError(f"rule {self.id}: a rule that always fires needs unless findings or patterns")
+        elif not self.findings and not self.patterns:
             raise ValueError(f"rule {self.id}: give findings, patterns or both")
         return self
 
@@ -71,7 +80,8 @@ def load_against(path: str | Path | None = None) -> list[AgainstSpec]:
     unique, every pattern compiles."""
     p = Path(path) if path is not None else DATA_FILE
     specs = read_curated(p, AgainstFile, "findings against", AgainstFindingsError, lambda f: [s.id for s in f.rules]).rules
-    check_patterns(((s.id, s.patterns) for s in specs), "findings against", AgainstFindingsError)
+    check_patterns(((s.id, [*s.patterns, *s.unless_patterns]) for s in specs), "findings against",
+                   AgainstFindingsError)
     return specs
 
 
@@ -101,6 +111,7 @@ class AgainstFindings:
         self._unless: dict[str, frozenset[str]] = {}
         self._diseases: dict[str, list[str]] = {}
         self._patterns: dict[str, re.Pattern] = {}
+        self._unless_patterns: dict[str, re.Pattern] = {}
         for s in self.specs:
             ids: set[str] = set()
             for cid in resolve_concepts(kg, s.findings, f"rule {s.id}", self.problems):
@@ -113,6 +124,8 @@ class AgainstFindings:
             self._diseases[s.id] = resolve_concepts(kg, s.diseases, f"rule {s.id}", self.problems)
             if s.patterns:
                 self._patterns[s.id] = union_pattern(s.patterns)
+            if s.unless_patterns:
+                self._unless_patterns[s.id] = union_pattern(s.unless_patterns)
         self._keys_cache: dict[tuple[str, int], frozenset[str]] = {}
 
     @classmethod
@@ -135,7 +148,8 @@ class AgainstFindings:
     def fired(self, extraction: Extraction | None, text: str = "") -> list[AgainstHit]:
         """The rules the presentation fires: one of its findings is a current finding of the patient (not denied,
         hedged, historical, a relative's or hypothetical), or the text states it in words the patterns catch and does
-        not deny it; and none of its ``unless`` findings is a current finding (a kind of one included)."""
+        not deny it -- or, for a rule that ``always`` fires, any presentation; and none of its ``unless`` findings is a
+        current finding (a kind of one included) and no ``unless_patterns`` words are stated undenied."""
         entities = [e for e in (extraction.entities if extraction is not None else [])
                     if e.concept_id and e.category != "demographic"
                     and not (e.negated or e.historical or e.family or e.hypothetical or e.uncertain)]
@@ -145,16 +159,19 @@ class AgainstFindings:
             stop = self._unless.get(s.id)
             if stop and any(keys & stop for _e, keys in keyed):
                 continue
+            if _stated(self._unless_patterns.get(s.id), text):
+                continue
+            if s.always:
+                out.append(AgainstHit(s, ""))
+                continue
             ids = self._findings.get(s.id, frozenset())
             e = next((e for e, keys in keyed if keys & ids), None) if ids else None
             if e is not None:
                 out.append(AgainstHit(s, " ".join(e.text.split())))
                 continue
-            pattern = self._patterns.get(s.id)
-            for m in pattern.finditer(text or "") if pattern is not None else ():
-                if m.end() > m.start() and not denied_before(text[max(0, m.start() - 80): m.start()]):
-                    out.append(AgainstHit(s, " ".join(m.group(0).split())))
-                    break
+            m = _stated(self._patterns.get(s.id), text)
+            if m is not None:
+                out.append(AgainstHit(s, " ".join(m.group(0).split())))
         return out
 
     def against(self, candidate_id: str, hits: Sequence[AgainstHit]) -> list[AgainstHit]:
@@ -162,9 +179,9 @@ class AgainstFindings:
         the rule takes ``kinds``)."""
         if not hits or (self.kg is not None and self.kg.concept(candidate_id) is None):
             return []
-        kinds = self._keys(candidate_id, DISEASE_DEPTH)
         own = self._closure(candidate_id)
-        return [h for h in hits if (kinds if h.spec.kinds else own).intersection(self._diseases.get(h.spec.id, ()))]
+        return [h for h in hits if (self._keys(candidate_id, h.spec.kind_depth) if h.spec.kinds else own)
+                .intersection(self._diseases.get(h.spec.id, ()))]
 
     def demote(self, candidates: list[Candidate], extraction: Extraction | None, text: str,
                factor: float) -> list[Candidate]:
@@ -179,6 +196,14 @@ class AgainstFindings:
         found = {c.concept_id: f for c in candidates if (f := self.against(c.concept_id, hits))}
         why = {cid: "; ".join(h.why for h in f) for cid, f in found.items()}
         return move_down(candidates, why, {cid: factor ** min(len(f), MAX_RULES) for cid, f in found.items()})
+
+
+def _stated(pattern: re.Pattern | None, text: str) -> re.Match | None:
+    """The first match of ``pattern`` in ``text`` that no denial right before it takes back ("no lump")."""
+    for m in pattern.finditer(text or "") if pattern is not None else ():
+        if m.end() > m.start() and not denied_before(text[max(0, m.start() - 80): m.start()]):
+            return m
+    return None
 
 
 __all__ = ["AgainstFindings", "AgainstFindingsError", "AgainstHit", "AgainstSpec", "load_against"]

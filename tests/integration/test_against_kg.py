@@ -100,3 +100,18 @@ def test_a_rule_without_kinds_spares_the_kinds(resources):
     campylobacteriosis = next(c for c in resources.kg.lookup("campylobacteriosis") if c.category == "disease")
     assert "DOID:2326" in resources.kg.ancestors(campylobacteriosis.id, max_depth=4)   # a kind of gastroenteritis ...
     assert table.against(campylobacteriosis.id, hits) == []                          # ... that the rule spares
+
+
+def test_a_cancer_without_warning_features_is_argued_against_at_any_depth(resources):
+    """NICE NG12's warning features: none stated, any cancer (a lung non-small cell carcinoma six is_a steps below
+    "cancer") is argued against and a pneumonia is not; the extractor's weight loss, or a stated lump, stops it."""
+    table = resources.against
+    text = "A 30-year-old man with a cough and a sore throat for three days."
+    hits = table.fired(resources.mee.extract(text), text)
+    nsclc = next(c for c in resources.kg.lookup("lung non-small cell carcinoma") if c.category == "disease")
+    assert [h.spec.id for h in table.against(nsclc.id, hits)] == ["cancer-without-warning-features"]
+    assert table.against("DOID:552", hits) == []                                              # pneumonia
+    for stated in ("A 30-year-old man with a cough and a sore throat; he has lost 6 kg in weight.",
+                   "A 30-year-old man with a cough and a hard lump in the neck."):
+        hits = table.fired(resources.mee.extract(stated), stated)
+        assert "cancer-without-warning-features" not in {h.spec.id for h in hits}, stated

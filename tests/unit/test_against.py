@@ -23,7 +23,7 @@ def test_the_table_is_well_formed(tmp_path):
     assert len({s.id for s in specs}) == len(specs)
     for s in specs:
         assert re.search(r"\b(19|20)\d\d\b", s.citation), f"{s.id}: a citation names its year"
-        assert s.findings or s.patterns
+        assert s.findings or s.patterns or s.always
     row = "  - {{id: {id}, finding: f, {what}, diseases: [{{id: 'DOID:1', name: n}}], reason: r, citation: c}}\n"
     dup = tmp_path / "dup.yaml"
     dup.write_text("version: 1\nrules:\n" + row.format(id="x", what="patterns: [a]") * 2)
@@ -37,6 +37,13 @@ def test_the_table_is_well_formed(tmp_path):
     empty.write_text("version: 1\nrules:\n" + row.format(id="x", what="findings: []"))
     with pytest.raises(AgainstFindingsError, match="give findings, patterns or both"):
         load_against(empty)
+    always = tmp_path / "always.yaml"
+    always.write_text("version: 1\nrules:\n" + row.format(id="x", what="always: true"))
+    with pytest.raises(AgainstFindingsError, match="needs unless findings or patterns"):
+        load_against(always)
+    always.write_text("version: 1\nrules:\n" + row.format(id="x", what="always: true, patterns: [a]"))
+    with pytest.raises(AgainstFindingsError, match="takes no findings or patterns"):
+        load_against(always)
 
 
 def _examples() -> list[tuple[str, str]]:
@@ -47,7 +54,7 @@ def _examples() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("text", "expected"), _examples())
 def test_the_example_sentences_of_the_patterns(table, text, expected):
-    fired = [h.spec.id for h in table.fired(None, text)]
+    fired = [h.spec.id for h in table.fired(None, text) if not h.spec.always]    # those fire on any text
     assert fired == ([] if expected == "-" else [expected]), text
 
 
@@ -105,3 +112,36 @@ def test_an_unless_finding_stops_the_rule_and_kinds_can_be_left_out(table):
     assert table.demote(ranked, Extraction(entities=[constipation, diarrhoea]), "", 0.25) == ranked
     denied = diarrhoea.model_copy(update={"negated": True})   # "no diarrhoea" does not stop it
     assert table.demote(ranked, Extraction(entities=[constipation, denied]), "", 0.25)[0].concept_id == "DOID:13258"
+
+
+CANCER_RULE = "cancer-without-warning-features"
+
+
+@pytest.mark.parametrize(("text", "fires"), [
+    ("I have a cough and a sore throat.", True),
+    ("A 30-year-old with heartburn after meals.", True),
+    ("I found a lump in my breast.", False),
+    ("CT shows a 3-cm mass in the pancreas.", False),
+    ("A nodule on the chest X-ray.", False),
+    ("Cough for the past three months.", False),
+    ("Back pain over 6 months.", False),
+    ("She has a history of breast cancer.", False),
+    ("He was treated for Hodgkin lymphoma as a child.", False),
+    ("A smoker of 40 pack-years with a cough.", False),
+    ("A mole on her back has grown darker.", False),
+    ("Raised PSA on screening.", False),
+    ("No lump, no mass.", True),                              # denied
+    ("A non-smoker with a cough.", True),
+    ("A feeling of a lump in my throat.", True),              # globus: a sensation, not a lump
+    ("Sore throat for three days.", True),                    # days, not months
+])
+def test_a_cancer_without_warning_features(table, text, fires):
+    assert (CANCER_RULE in {h.spec.id for h in table.fired(None, text)}) is fires, text
+
+
+def test_a_stated_warning_finding_stops_the_cancer_rule(table):
+    weight_loss = Entity(text="lost 5 kg", category="symptom", concept_id="HP:0001824")
+    assert CANCER_RULE in {h.spec.id for h in table.fired(Extraction(entities=[FEVER]), "fever")}
+    assert CANCER_RULE not in {h.spec.id for h in table.fired(Extraction(entities=[FEVER, weight_loss]), "fever")}
+    denied = weight_loss.model_copy(update={"negated": True})
+    assert CANCER_RULE in {h.spec.id for h in table.fired(Extraction(entities=[FEVER, denied]), "fever")}
