@@ -145,3 +145,13 @@ def test_a_stated_warning_finding_stops_the_cancer_rule(table):
     assert CANCER_RULE not in {h.spec.id for h in table.fired(Extraction(entities=[FEVER, weight_loss]), "fever")}
     denied = weight_loss.model_copy(update={"negated": True})
     assert CANCER_RULE in {h.spec.id for h in table.fired(Extraction(entities=[FEVER, denied]), "fever")}
+
+
+@pytest.mark.parametrize(("text", "fires"), [
+    ("32 weeks pregnant with headache, blood pressure 168/112 and protein in the urine.", True),
+    ("32 weeks pregnant, blood pressure 168/112; she had a generalised seizure.", False),
+    ("Convulsions at 34 weeks of pregnancy.", False),
+    ("No seizures; blood pressure 170/110 at 36 weeks.", True),
+])
+def test_eclampsia_needs_a_seizure(table, text, fires):
+    assert ("eclampsia-without-seizure" in {h.spec.id for h in table.fired(None, text)}) is fires, text
