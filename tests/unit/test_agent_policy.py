@@ -79,6 +79,9 @@ def test_demographic_penalty_for_sex_and_age_bound_disease_names():
     assert demographic_factor("prostate cancer", 25, "female", cfg) == cfg.sex_mismatch
     assert demographic_factor("ovarian cyst", 60, "male", cfg) == cfg.sex_mismatch
     assert demographic_factor("prostate cancer", 70, "male", cfg) == 1.0
+    assert demographic_factor("male breast cancer", 52, "female", cfg) == cfg.sex_mismatch
+    assert demographic_factor("breast cancer", 52, "female", cfg) == 1.0
+    assert demographic_factor("female breast cancer", 52, "female", cfg) == 1.0
     assert demographic_factor("HELLP syndrome", 35, "male", cfg) == cfg.sex_mismatch
     assert demographic_factor("severe pre-eclampsia", 35, "male", cfg) == cfg.sex_mismatch
     assert demographic_factor("premenstrual tension", 22, "male", cfg) == cfg.sex_mismatch
