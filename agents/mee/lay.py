@@ -125,7 +125,8 @@ _ALSO = rf"{_SEP}(?:{_STATE}{_SEP}){{0,2}}"
 # the other complaints said with a pain or a swelling in one phrase ("pain and swelling in", "swelling and tenderness
 # of")
 _WITH = r"(?:swelling|redness|warmth|stiffness|tenderness|pain|erythema)"
-_BE = r"(?:is|are|was|were|feels?|felt|has\s+been|have\s+been|gets?|got|became|become|looks?|seems?|seem)"
+_BE = (r"(?:is|are|was|were|feels?|felt|has\s+been|have\s+been|gets?|got|became|become|looks?|seems?|seem"
+       r"|ha(?:ve|s|d)\s+(?:become|gotten|got))")      # "my joints have become swollen"
 
 
 def load_lay_table(path: Path | str = LAY_TABLE) -> list[PhraseRule]:
