@@ -2,9 +2,10 @@
 
 The knowledge-based rankings lift a disease for the findings it expects; they do not know what a disease makes
 unlikely. A fever beside sneezing argues against allergic rhinitis, a fever beside a headache against migraine, a rash
-all over the body against shingles; and the converse: a cancer with none of its warning features stated (no weight
-loss, lump, bleeding ...) is not where a clinician starts. The curated table ``agents/data/against_findings.yaml`` (each rule with its
-finding, diseases, reason and published source; reviewable) is read here. :meth:`AgainstFindings.demote` marks every
+all over the body against shingles; and the converse, a rule that ``always`` fires unless a finding is stated: a
+cancer with none of its warning features (no weight loss, lump, bleeding ...) is not where a clinician starts, nor
+eclampsia without a seizure. The curated table ``agents/data/against_findings.yaml`` (each rule with its finding,
+diseases, reason and published source; reviewable) is read here. :meth:`AgainstFindings.demote` marks every
 candidate a stated finding argues against ("against: a fever — ..."), multiplies its score by the factor once per
 rule (at most twice) and puts the list back in score order; it never drops one: the disease may still be the answer.
 """

@@ -679,8 +679,8 @@ def ranking_findings(extraction: Extraction) -> tuple[list[Entity], list[Entity]
     return pos, neg
 
 
-_MALE_ONLY = re.compile(r"\b(male\s+breast|prostat\w*|testi\w*|scrot\w*|penile|penis|epididym\w*|seminal|orchi\w*|erectile|"
-                        r"varicocele|balanitis)\b", re.I)
+_MALE_ONLY = re.compile(r"\b(male\s+breast|prostat\w*|testi\w*|scrot\w*|penile|penis|epididym\w*|seminal|orchi\w*|"
+                        r"erectile|varicocele|balanitis)\b", re.I)
 _FEMALE_ONLY = re.compile(r"\b(ovar\w*|uter\w*|cervi\w*|vagin\w*|vulv\w*|endometri\w*|fallopian|pregnan\w*|"
                           r"puerper\w*|gestational|placent\w*|(?:pre-?)?eclampsia|HELLP|postpartum|post-partum|"
                           r"obstetric\w*|hyperemesis|amniotic|chorioamnionitis|menstru\w*|premenstrual|menopaus\w*|"
