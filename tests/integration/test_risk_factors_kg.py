@@ -166,3 +166,30 @@ def test_a_place_where_the_disease_is_acquired_is_its_exposure(resources):
     ebola = next(c for c in back.candidates if c.concept_id == EBOLA)
     assert ebola.demoted == "" and ebola.score > unexposed.score
     assert resources.risk_factors.unexposed(EBOLA, {}, ("asia",)) is not None     # Thailand is no Ebola country
+
+
+SCHISTOSOMIASIS, POLIO = "DOID:1395", "DOID:4953"
+FEVER_ITCH = "A 30-year-old man has had a week of fever, chills, an itchy rash, a dry cough and abdominal pain."
+
+
+def test_schistosomiasis_needs_fresh_water_or_a_place_where_it_is_acquired(resources):
+    """Without fresh water or a stay where the snails live, schistosomiasis is marked and lower; a swim in Lake
+    Malawi, or a stay in Africa, spares it."""
+    params = RetrievalParams.from_config(PipelineConfig())
+    bare = resources.hki.retrieve(resources.mee.extract(FEVER_ITCH), FEVER_ITCH, params)
+    unexposed = next((c for c in bare.candidates if c.concept_id == SCHISTOSOMIASIS), None)
+    assert unexposed is None or "seldom without swimming, wading or bathing in fresh water" in unexposed.demoted
+    text = FEVER_ITCH + " He swam in Lake Malawi six weeks ago."
+    swam = resources.hki.retrieve(resources.mee.extract(text), text, params)
+    exposed = next(c for c in swam.candidates if c.concept_id == SCHISTOSOMIASIS)
+    assert exposed.demoted == "", exposed.demoted
+    assert unexposed is None or exposed.score > unexposed.score
+    assert resources.risk_factors.unexposed(SCHISTOSOMIASIS, {}, ("africa",)) is None
+
+
+def test_poliomyelitis_needs_a_missed_vaccination_or_a_place_where_it_still_occurs(resources):
+    table = resources.risk_factors
+    assert table.unexposed(POLIO, {}, ()) is not None
+    assert table.unexposed(POLIO, {}, ("europe",)) is not None
+    assert table.unexposed(POLIO, {}, ("asia",)) is None
+    assert table.unexposed(POLIO, table.diseases("The boy is unvaccinated."), ()) is None

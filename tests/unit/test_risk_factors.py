@@ -121,3 +121,27 @@ def test_long_covid_needs_a_past_covid():
     assert table.unexposed(long_covid, table.diseases(
         "Fatigue and brain fog since she had COVID-19 in the spring.")) is None
     assert table.unexposed("DOID:8469", {}) is None          # influenza needs no exposure
+
+
+@pytest.mark.parametrize("disease, bare, exposed", [
+    ("DOID:1395", "Fever, an itchy rash and a cough for a week.",                       # schistosomiasis
+     "Fever, an itchy rash and a cough for a week; he swam in Lake Malawi a month ago."),
+    ("DOID:4953", "Fever, then weakness of one leg that he cannot lift.",               # poliomyelitis
+     "Fever, then weakness of one leg that he cannot lift. He is unvaccinated."),
+    ("MESH:D013471", "Red, painful, peeling skin on the shoulders.",                     # sunburn
+     "Red, painful, peeling skin on the shoulders after a day at the beach without sunscreen."),
+    ("DOID:840", "Cough, fever and breathlessness after work.",                           # cork-handlers' disease
+     "Cough, fever and breathlessness after work in a cork factory."),
+])
+def test_a_disease_of_an_exposure_the_history_does_not_state_is_marked(disease, bare, exposed):
+    """The diseases seldom named without their exposure: marked without it, spared with it (and a denial of the
+    exposure spares nothing)."""
+    table = _needing_table()
+    assert table.unexposed(disease, table.diseases(bare)) is not None
+    assert table.unexposed(disease, table.diseases(exposed)) is None
+
+
+def test_a_stated_vaccination_is_no_exposure():
+    table = _needing_table()
+    assert table.unexposed("DOID:11405", table.diseases("Sore throat and a grey membrane on the tonsils. Her "
+                                                        "vaccinations are up to date.")) is not None
