@@ -302,6 +302,10 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
             {"LOWER": {"IN": ["in", "over", "for", "during", "within"]}}, {"LOWER": "the"},
             {"LOWER": {"IN": ["past", "last"]}}, {"LOWER": {"REGEX": _COUNT_WORD}, "OP": "?"},
             {"LOWER": {"REGEX": span_word}}]),
+        # "she had asthma in the past.": the cue closing its clause looks back over the few words before it only
+        # ("a cough today and asthma in the past": the cough is today's); "in the past I had ..." looks forward
+        ConTextRule("<finding> in the past", "HISTORICAL", direction="BACKWARD", max_scope=3, pattern=[
+            {"LOWER": "in"}, {"LOWER": "the"}, {"LOWER": "past"}, {"IS_PUNCT": True}]),
         ConTextRule("history of present illness", "PSEUDO", direction="PSEUDO", pattern=[
             {"LOWER": {"IN": ["history", "hx"]}}, {"LOWER": "of"}, {"LOWER": {"IN": ["present", "presenting"]}},
             {"LOWER": "illness"}]),

@@ -158,9 +158,15 @@ def test_examination_and_report_words(mee, text, positive, negated):
     ("She had pneumonia in the past and has a cough.", "cough", None),
     ("In the past he had pneumonia and a stroke.", None, "stroke"),
     ("Past medical history: asthma, eczema and migraine.", None, "migraine"),
+    # the cue after the finding reaches back over a few words only
+    ("She had asthma in the past.", None, "asthma"),
+    ("He has chest pain and had asthma in the past.", "chest pain", "asthma"),
+    ("I've had bad migraines in the past, but this headache is different.", "headache", "migraine"),
+    ("I have had a cough in the past week.", "cough", None),
 ])
 def test_a_past_history_ends_where_the_present_begins(mee, text, present, past):
-    """A past history's scope ends at "and has ..." (the patient's own present), and reaches along a list."""
+    """A past history's scope ends at "and has ..." (the patient's own present), and reaches along a list; "in the
+    past" after a finding makes the few words before it past history, "in the past week" is the present illness."""
     by_name = {e.concept_name.lower(): e for e in mee.extract(text).entities if e.concept_name}
     if present:
         assert present in by_name and not by_name[present].historical, sorted(by_name)
