@@ -290,6 +290,8 @@ def test_usmle_lab_table():
     ("Urine dipstick shows 3+ protein.", "SYMP:0000367", False, "Urine dipstick shows 3+ protein"),
     ("Urine shows protein.", "SYMP:0000367", False, "Urine shows protein"),
     ("protein 2+ on the dipstick", "SYMP:0000367", False, "protein 2+"),
+    ("Her urine shows ketones.", "HP:0002919", False, "urine shows ketones"),
+    ("Urine dipstick shows 3+ ketones.", "HP:0002919", False, "Urine dipstick shows 3+ ketones"),
 ])
 def test_results_in_words(text, concept, negated, span):
     [f] = find_lab_phrases(text)
