@@ -155,3 +155,23 @@ def test_a_stated_warning_finding_stops_the_cancer_rule(table):
 ])
 def test_eclampsia_needs_a_seizure(table, text, fires):
     assert ("eclampsia-without-seizure" in {h.spec.id for h in table.fired(None, text)}) is fires, text
+
+
+@pytest.mark.parametrize(("rule", "text", "fires"), [
+    ("exanthem-without-rash", "Fever, a runny nose and red eyes for three days.", True),
+    ("exanthem-without-rash", "Fever and a rash that started behind the ears and spread down.", False),
+    ("exanthem-without-rash", "Itchy blisters on the trunk and a mild fever.", False),
+    ("exanthem-without-rash", "Bright red cheeks like a slapped cheek in a 6-year-old.", False),
+    ("exanthem-without-rash", "Fever and sores in the mouth and on the hands.", False),
+    ("exanthem-without-rash", "Fever and a headache; no rash.", True),                     # denied
+    ("kawasaki-without-fever", "Red eyes, cracked lips and swollen hands in a 3-year-old.", True),
+    ("kawasaki-without-fever", "Five days of high fever, red eyes and cracked lips in a 3-year-old.", False),
+    ("kawasaki-without-fever", "A temperature of 39.5 for six days and a strawberry tongue.", False),
+    ("behcet-without-oral-ulcers", "Painful red eyes and genital sores.", True),
+    ("behcet-without-oral-ulcers", "Recurrent mouth ulcers, genital sores and a red eye.", False),
+    ("behcet-without-oral-ulcers", "Aphthous ulcers every month and leg nodules.", False),
+])
+def test_a_disease_named_by_a_finding_needs_it(table, rule, text, fires):
+    """Rules that fire unless the finding the disease's case definition or criteria require is stated: the
+    exanthems' rash, Kawasaki disease's fever, Behcet's disease's mouth ulcers."""
+    assert (rule in {h.spec.id for h in table.fired(None, text)}) is fires, text
