@@ -94,7 +94,7 @@ def test_two_rules_weigh_twice_and_no_more(table):
     # irritable bowel syndrome: fever, weight loss, blood in the stool are one rule (its alarm features)
     weight_loss = Entity(text="lost 5 kg", category="symptom", concept_id="HP:0001824")
     ranked = _ranked(("DOID:9778", 0.8), ("DOID:8536", 0.6), ("DOID:0000000", 0.1))
-    text = "fever, weight loss and an itchy rash all over her body"
+    text = "fever, weight loss and an itchy, painful rash all over her body"     # painful: not the zoster-pain rule
     out = table.demote(ranked, Extraction(entities=[FEVER, weight_loss]), text, 0.5)
     by_id = {c.concept_id: c for c in out}
     assert by_id["DOID:9778"].score == pytest.approx(0.4)        # one rule, fired by two of its findings
@@ -170,8 +170,12 @@ def test_eclampsia_needs_a_seizure(table, text, fires):
     ("behcet-without-oral-ulcers", "Painful red eyes and genital sores.", True),
     ("behcet-without-oral-ulcers", "Recurrent mouth ulcers, genital sores and a red eye.", False),
     ("behcet-without-oral-ulcers", "Aphthous ulcers every month and leg nodules.", False),
+    ("zoster-without-pain", "An itchy red rash with small blisters on the chest and a mild fever.", True),
+    ("zoster-without-pain", "A painful band of blisters on the left side of the chest.", False),
+    ("zoster-without-pain", "Three days of burning and tingling over the ribs, now a rash there.", False),
+    ("zoster-without-pain", "A rash on the chest; it does not hurt.", True),                 # denied
 ])
 def test_a_disease_named_by_a_finding_needs_it(table, rule, text, fires):
     """Rules that fire unless the finding the disease's case definition or criteria require is stated: the
-    exanthems' rash, Kawasaki disease's fever, Behcet's disease's mouth ulcers."""
+    exanthems' rash, Kawasaki disease's fever, Behcet's disease's mouth ulcers, shingles' pain."""
     assert (rule in {h.spec.id for h in table.fired(None, text)}) is fires, text
