@@ -114,6 +114,18 @@ def test_an_unless_finding_stops_the_rule_and_kinds_can_be_left_out(table):
     assert table.demote(ranked, Extraction(entities=[constipation, denied]), "", 0.25)[0].concept_id == "DOID:13258"
 
 
+def test_a_rash_puts_an_exanthem_before_a_cold(table):
+    """Coryza with a rash is an exanthem's start: the cold goes below chickenpox; a denied rash leaves it."""
+    rash = Entity(text="itchy blisters", category="symptom", concept_id="HP:0000988")
+    ranked = _ranked(("DOID:10459", 0.6), ("DOID:8659", 0.4))   # common cold, chickenpox
+    out = table.demote(ranked, Extraction(entities=[rash]), "", 0.25)
+    assert [c.concept_id for c in out] == ["DOID:8659", "DOID:10459"]
+    assert "rash" in out[1].demoted
+    denied = rash.model_copy(update={"negated": True})
+    out = table.demote(ranked, Extraction(entities=[denied]), "", 0.25)
+    assert out[0].concept_id == "DOID:10459" and not out[0].demoted
+
+
 CANCER_RULE = "cancer-without-warning-features"
 
 
@@ -172,8 +184,7 @@ def test_a_stated_warning_finding_stops_the_cancer_rule(table):
     ("coronary-without-cardiac-symptom", "Heartburn, vomiting after meals and a pain in the stomach.", True),
     ("coronary-without-cardiac-symptom", "A tight pressure in the chest when he climbs the stairs.", False),
     ("coronary-without-cardiac-symptom", "Short of breath on exertion and tired for months.", False),
-    ("coronary-without-cardiac-symptom", "Nausea and a cold sweat, with pain in the left arm and jaw.", False),
-])
+    ("coronary-without-cardiac-symptom", "Nausea and a cold sweat, with pain in the left arm and jaw.", False),])
 def test_a_disease_named_by_a_finding_needs_it(table, rule, text, fires):
     """Rules that fire unless the finding the disease's case definition or criteria require is stated: eclampsia's
     seizure, the exanthems' rash, Kawasaki disease's fever, Behcet's disease's mouth ulcers, shingles' pain, coronary
