@@ -5,7 +5,8 @@ Murphy's sign cholecystitis. Most of these signs are in no vocabulary of the kno
 (Auspitz sign, Heberden's node, asterixis) have no edge to the disease they point to. The curated table
 ``agents/data/classic_signs.yaml`` (each sign with its patterns, diseases and source; reviewable) is read here:
 :meth:`ClassicSigns.find` gives the signs a presentation states and does not deny, :meth:`ClassicSigns.rank` their
-diseases as a ranking (a disease two signs name first, then in order of mention). HKI fuses it like the other
+diseases as a ranking (a disease two signs name first, then one a named sign points to before one only an everyday
+complex of symptoms does, then in order of mention). HKI fuses it like the other
 rankings (``RetrievalParams.sign_weight``; the ``no-signs`` ablation leaves it out), with the age/sex fit.
 
 Denied signs do not count: "no Kernig sign", "without asterixis", "Murphy's sign is negative" (a denial word earlier
@@ -84,6 +85,10 @@ class SignSpec(BaseModel):
     # the sign counts only beside one of these, stated and not denied anywhere in the presentation: pain behind the
     # eyes points to dengue in a febrile patient, not in one with a headache alone
     with_any: list[str] = Field(default_factory=list)
+    # a complex of everyday symptoms rather than a sign a clinician elicits or names (a cold's blocked nose and sore
+    # throat, heartburn): its diseases rank after those a named sign stated with it points to (Koplik spots beside a
+    # runny nose say measles first)
+    everyday: bool = False
 
     _clean = field_validator("sign", "citation")(classmethod(lambda cls, v: clean_text(v)))
 
@@ -180,12 +185,14 @@ class ClassicSigns:
         return sorted(out, key=lambda x: x.start)
 
     def rank(self, text: str, k: int = 10) -> list[SignHit]:
-        """The diseases the stated signs point to: one that more signs name first, then in order of mention."""
+        """The diseases the stated signs point to: one that more signs name first, then one a named sign (not only
+        an everyday complex of symptoms, ``everyday``) points to, then in order of mention."""
         named: dict[str, list[SignMention]] = {}
         for m in self.find(text):
             for did in self._diagnoses.get(m.spec.id, []):
                 named.setdefault(did, []).append(m)
-        order = sorted(named, key=lambda d: (-len(named[d]), named[d][0].start))[:k]
+        order = sorted(named, key=lambda d: (-len(named[d]), all(m.spec.everyday for m in named[d]),
+                                             named[d][0].start))[:k]
         return [SignHit(d, i, tuple(m.spec.sign for m in named[d]), tuple(m.text for m in named[d]),
                         tuple(m.spec.id for m in named[d]), tuple(m.spec.citation for m in named[d]))
                 for i, d in enumerate(order, 1)]

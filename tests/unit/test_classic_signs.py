@@ -138,6 +138,14 @@ def test_a_disease_two_signs_name_ranks_first(signs):
     assert {"DOID:13413", "DOID:10762"} <= {h.concept_id for h in hits}
 
 
+def test_a_named_sign_ranks_before_everyday_symptoms(signs):
+    """Koplik spots after a runny nose and a cough: measles (a named sign) before the cold (everyday symptoms), though
+    the cold's words come first; without the spots the cold is the sign ranking's first."""
+    text = "Three days of fever, cough, a runny nose and red eyes. Small white spots on the buccal mucosa (Koplik spots)."
+    assert [h.concept_id for h in signs.rank(text)][:2] == ["DOID:8622", "DOID:10459"]   # measles, common cold
+    assert signs.rank("Three days of fever, cough and a runny nose.")[0].concept_id == "DOID:10459"
+
+
 def _examples() -> list[tuple[str, str]]:
     """The example sentences of tests/cases/classic_sign_examples.tsv: (sentence, sign id that must be found, or "-"
     for a look-alike that must find none of the signs written beside the examples)."""
