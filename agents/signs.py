@@ -86,8 +86,8 @@ class SignSpec(BaseModel):
     # eyes points to dengue in a febrile patient, not in one with a headache alone
     with_any: list[str] = Field(default_factory=list)
     # a complex of everyday symptoms rather than a sign a clinician elicits or names (a cold's blocked nose and sore
-    # throat, heartburn): its diseases rank after those a named sign stated with it points to (Koplik spots beside a
-    # runny nose say measles first)
+    # throat): its diseases rank after those a named sign stated with it points to (Koplik spots beside a runny nose
+    # say measles first)
     everyday: bool = False
 
     _clean = field_validator("sign", "citation")(classmethod(lambda cls, v: clean_text(v)))
