@@ -184,7 +184,8 @@ def test_a_stated_warning_finding_stops_the_cancer_rule(table):
     ("coronary-without-cardiac-symptom", "Heartburn, vomiting after meals and a pain in the stomach.", True),
     ("coronary-without-cardiac-symptom", "A tight pressure in the chest when he climbs the stairs.", False),
     ("coronary-without-cardiac-symptom", "Short of breath on exertion and tired for months.", False),
-    ("coronary-without-cardiac-symptom", "Nausea and a cold sweat, with pain in the left arm and jaw.", False),])
+    ("coronary-without-cardiac-symptom", "Nausea and a cold sweat, with pain in the left arm and jaw.", False),
+])
 def test_a_disease_named_by_a_finding_needs_it(table, rule, text, fires):
     """Rules that fire unless the finding the disease's case definition or criteria require is stated: eclampsia's
     seizure, the exanthems' rash, Kawasaki disease's fever, Behcet's disease's mouth ulcers, shingles' pain, coronary
