@@ -22,7 +22,7 @@ from knowledge.kg.vocab import NCIT_LICENSE, NCIT_ORGANISATION, ncit_url
 
 from .ranker import demographic_factor, ranking_findings
 from .subtypes import (demote_denied, demote_known, has_subtype_pair, is_known, known_conditions, known_or_broader,
-                       mark_relatives, name_subtypes_first)
+                       fold_empty_broader, mark_relatives, name_subtypes_first)
 from .textutil import terms
 from .types import Candidate, Entity, Evidence, Extraction, ProposedDiagnosis
 
@@ -83,6 +83,7 @@ class RetrievalParams:
     subtype_standout: float = 2.0      # ... and the subtype's is this many times the parent's next subtype's
     relatives_depth: int = 2           # a later candidate this many is_a steps from an earlier one says how they relate
     fold_relatives: bool = False       # ... or is folded into it (subtypes.mark_relatives; off: dev halves, results.md)
+    fold_empty_broader: bool = True    # a broader term with no evidence of its own goes into its kind in the list
     known_condition_factor: float = 1.0  # on a candidate the patient knowingly has (subtypes.demote_known; 1: marked)
     known_by_words: bool = True        # the word searches' ranks count for a known condition (its name finds its pages)
     known_yield_ratio: float = 0.5     # ... and yields its place to a complication of it the findings fit this well
@@ -129,6 +130,7 @@ class RetrievalParams:
                    subtype_standout=getattr(cfg, "subtype_standout", 2.0),
                    relatives_depth=getattr(cfg, "relatives_depth", 2),
                    fold_relatives=getattr(cfg, "fold_relatives", False),
+                   fold_empty_broader=getattr(cfg, "fold_empty_broader", True),
                    known_condition_factor=getattr(cfg, "known_condition_factor", 1.0),
                    known_by_words=getattr(cfg, "known_by_words", True),
                    known_yield_ratio=getattr(cfg, "known_yield_ratio", 0.5),
@@ -610,6 +612,7 @@ class HKI:
             # complication of a known condition, which may yet take the known condition's place (demote_known)
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:]
                                               if "model" in c.origins or c.concept_id in complications]
+        own: dict[str, float] | None = None    # every disease's own KG score (no parent taking over a subtype's)
         if p.use_subtypes and p.subtype_ratio > 0 and ranker is not None and findings_used and \
                 has_subtype_pair(candidates, self.kg):
             own = self._own_scores(ranker, findings_used, extraction, regions, course, exempt)
@@ -627,6 +630,11 @@ class HKI:
             candidates = demote_denied(candidates, extraction.entities, self.kg, p.ruled_out_factor)   # is the disease
         if p.model_first_support > 0 and candidates:
             candidates = keep_model_first(candidates, p.model_first_support)
+        if p.fold_empty_broader and p.relatives_depth > 0 and candidates and ranker is not None and findings_used \
+                and has_subtype_pair(candidates, self.kg, p.relatives_depth, either_way=True):
+            if own is None:
+                own = self._own_scores(ranker, findings_used, extraction, regions, course, exempt)
+            candidates = fold_empty_broader(candidates, self.kg, own, p.relatives_depth)
         if p.relatives_depth > 0 and candidates:
             candidates = mark_relatives(candidates, self.kg, p.relatives_depth, fold=p.fold_relatives)
         sign_of = {h.concept_id: h for h in sign_hits}

@@ -15,9 +15,13 @@ from typing import Any
 from .types import Candidate
 
 
-def has_subtype_pair(candidates: list[Candidate], kg: Any, depth: int = 2) -> bool:
-    """Whether a candidate has an ``is_a`` ancestor (up to ``depth`` steps) earlier in the list: the only case
-    :func:`name_subtypes_first` can change (checked first, so the ranking's own scores are computed only then)."""
+def has_subtype_pair(candidates: list[Candidate], kg: Any, depth: int = 2, either_way: bool = False) -> bool:
+    """Whether a candidate has an ``is_a`` ancestor (up to ``depth`` steps) earlier in the list (``either_way``:
+    anywhere in it): the only case :func:`name_subtypes_first` (:func:`fold_empty_broader`) can change (checked
+    first, so the ranking's own scores are computed only then)."""
+    if either_way:
+        ids = {c.concept_id for c in candidates}
+        return any(ids.intersection(kg.ancestors(c.concept_id, depth)) for c in candidates)
     seen: set[str] = set()
     for c in candidates:
         if seen and seen.intersection(kg.ancestors(c.concept_id, depth)):
@@ -118,6 +122,57 @@ def mark_relatives(candidates: list[Candidate], kg: Any, depth: int = 2, fold: b
             k = k.model_copy(update={"also": {**k.also, **dict(extra)},
                                      "explanation": f"{k.explanation}; {note}" if k.explanation else note})
         out.append(k)
+    return out
+
+
+def fold_empty_broader(candidates: list[Candidate], kg: Any, own: dict[str, float], depth: int = 2,
+                       borrowed: Collection[str] = ("kg", "site")) -> list[Candidate]:
+    """The candidates without each broader term that holds nothing of its own and has a kind of it in the list: a
+    disease put forward only by the graph's ranking (or the organ under a pain, ``borrowed`` origins), whose own
+    knowledge-graph score in ``own`` (no parent taking over a subtype's findings) is zero, ranked only by speaking for
+    a subtype ("paranasal sinus disease" for sinusitis, "pancreas disease" for pancreatitis). Listed beside that kind
+    it names the same diagnosis again, vaguer; it is folded into the best-placed kind of it (``is_a`` up to ``depth``
+    steps below it), which takes the better of the two places and lists it in ``also``. A candidate the language
+    model proposed is never folded."""
+    if len(candidates) < 2 or depth <= 0:
+        return candidates
+    below: dict[int, int] = {}          # index of an empty broader term -> index of its best-placed kind
+    for i, c in enumerate(candidates):
+        if not c.origins or set(c.origins) - set(borrowed) or own.get(c.concept_id, 0.0) > 0.0:
+            continue
+        for j, d in enumerate(candidates):
+            if j != i and j not in below and c.concept_id in kg.ancestors(d.concept_id, depth):
+                below[i] = j
+                break
+    if not below:
+        return candidates
+    into: dict[int, list[int]] = {}
+    for i, j in below.items():
+        while j in below:               # a broader term's kind that is itself folded: into that one's kind
+            j = below[j]
+        into.setdefault(j, []).append(i)
+    out: list[Candidate] = []
+    placed: set[int] = set()
+    for i, c in enumerate(candidates):
+        if i in placed:
+            continue
+        j = i
+        if i in below:
+            j = below[i]
+            while j in below:
+                j = below[j]
+            if j in placed:
+                continue
+        k = candidates[j]
+        parts = [candidates[x] for x in into.get(j, ())]
+        if parts:
+            note = "also covers " + ", ".join(f"{x.name} (a broader term)" for x in parts)
+            k = k.model_copy(update={"score": max([k.score, *(x.score for x in parts)]),
+                                     "also": {**k.also, **{x.concept_id: f"{x.name} (a broader term)" for x in parts}},
+                                     "explanation": f"{k.explanation}; {note}" if k.explanation else note})
+        out.append(k)
+        placed.add(j)
+        placed.update(into.get(j, ()))
     return out
 
 

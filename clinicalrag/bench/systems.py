@@ -20,7 +20,8 @@ classic signs point to), ``no-cardinal`` (the ranker without the curated cardina
 out is no longer named before its parent disease), ``no-against`` (a finding that argues against a disease, such as a
 fever against allergic rhinitis, no longer moves it down), ``no-others`` (a relative's disease or a contact's infection
 no longer raises the same disease), ``no-needs`` (a disease seldom seen without an exposure the history does not state,
-such as Q fever without farm animals, is only marked, not moved down), ``no-llm`` (the
+such as Q fever without farm animals, is only marked, not moved down), ``no-fold-empty`` (a broader term with no
+evidence of its own, "paranasal sinus disease" beside sinusitis, is no longer folded into its kind), ``no-llm`` (the
 deterministic pipeline even when an LLM is configured), ``cap=N`` (input length cap, tokens), ``src=G|B|O|GB|...``
 (knowledge sources), and any :class:`graph.config.PipelineConfig` field as ``field=value``
 (``differential_k=10``; a list setting joins its items with "+": ``llm_agents=propose+generate``, ``none`` for
@@ -43,11 +44,12 @@ _FLAGS = {"no-mee": ("use_mee", False), "no-knl": ("use_knl", False), "no-krg": 
           "no-cardinal": ("use_cardinal", False), "no-opposites": ("use_opposites", False),
           "no-risk-factors": ("use_risk_factors", False), "no-subtypes": ("use_subtypes", False),
           "no-against": ("use_against", False), "no-others": ("others_as_exposures", False),
-          "no-needs": ("unexposed_factor", 1.0)}
+          "no-needs": ("unexposed_factor", 1.0), "no-fold-empty": ("fold_empty_broader", False)}
 ABLATIONS = ("pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier", "pipeline:no-pages",
              "pipeline:no-prior", "pipeline:no-mined", "pipeline:no-sites",
              "pipeline:no-signs", "pipeline:no-cardinal", "pipeline:no-opposites", "pipeline:no-risk-factors",
-             "pipeline:no-subtypes", "pipeline:no-against", "pipeline:no-others", "pipeline:no-needs")
+             "pipeline:no-subtypes", "pipeline:no-against", "pipeline:no-others", "pipeline:no-needs",
+             "pipeline:no-fold-empty")
 INPUT_CAPS = ("pipeline:cap=2048", "pipeline:cap=1024")
 SOURCE_SUBSETS = ("pipeline:src=G", "pipeline:src=BO")
 

@@ -713,3 +713,37 @@ def test_a_normal_value_denies_in_full_the_disease_its_finding_names(kg, ranker)
     assert m_s[disease] == pytest.approx(s_s[disease])
     itp = "DOID:8924"    # autoimmune thrombocytopenic purpura: expects it, is not named by it
     assert m_s[itp] > s_s[itp]
+
+
+def test_a_broader_term_with_nothing_of_its_own_is_folded_into_its_kind(kg):
+    """"Paranasal sinus disease" ranks only by speaking for sinusitis (its own KG score is zero): beside sinusitis it
+    names the same diagnosis again, vaguer, and goes into sinusitis's entry, sinusitis taking the better place. A
+    broader term with evidence of its own, or one another source put forward, stays; so does one with no kind listed."""
+    from agents.subtypes import fold_empty_broader, has_subtype_pair
+    from agents.types import Candidate
+
+    sinus_class, sinusitis, maxillary, cold = (kg.lookup(p, categories=["disease"])[0] for p in (
+        "paranasal sinus disease", "sinusitis", "chronic maxillary sinusitis", "common cold"))
+    assert sinus_class.id in kg.ancestors(sinusitis.id, 2) and sinus_class.id not in kg.ancestors(cold.id, 2)
+
+    def cand(c, s, origins=("kg",)):
+        return Candidate(concept_id=c.id, name=c.name, score=s, origins=list(origins), explanation="matches x")
+
+    ranked = [cand(sinus_class, 0.9), cand(cold, 0.8), cand(sinusitis, 0.7), cand(maxillary, 0.6)]
+    own = {sinusitis.id: 0.5, maxillary.id: 0.3, cold.id: 0.4}
+    assert has_subtype_pair(ranked, kg, either_way=True) and not has_subtype_pair(ranked[1:2], kg, either_way=True)
+    out = fold_empty_broader(ranked, kg, own)
+    # sinusitis, the first kind of it in the list, takes the broader term's place and score
+    assert [c.concept_id for c in out] == [sinusitis.id, cold.id, maxillary.id]
+    assert out[0].score == 0.9 and out[0].also == {sinus_class.id: "paranasal sinus disease (a broader term)"}
+    assert out[0].explanation.endswith("also covers paranasal sinus disease (a broader term)")
+    # after its kind: folded in place, the order of the rest kept
+    later = [cand(sinusitis, 0.9), cand(cold, 0.8), cand(sinus_class, 0.7)]
+    assert [c.concept_id for c in fold_empty_broader(later, kg, own)] == [sinusitis.id, cold.id]
+    # evidence of its own, a word search's or the model's vote, or no kind listed: it stays
+    assert fold_empty_broader(ranked, kg, {**own, sinus_class.id: 0.1}) == ranked
+    assert fold_empty_broader([cand(sinus_class, 0.9, ("kg", "page")), *ranked[1:]], kg, own)[0].concept_id \
+        == sinus_class.id
+    assert fold_empty_broader([cand(sinus_class, 0.9, ("model",)), *ranked[1:]], kg, own)[0].concept_id \
+        == sinus_class.id
+    assert fold_empty_broader([ranked[0], ranked[1]], kg, own) == [ranked[0], ranked[1]]

@@ -67,7 +67,7 @@ def test_groups_expand_in_order_without_duplicates():
         "pipeline", "pipeline:no-mee", "pipeline:no-knl", "pipeline:no-krg", "pipeline:no-verifier",
         "pipeline:no-pages", "pipeline:no-prior", "pipeline:no-mined", "pipeline:no-sites", "pipeline:no-signs",
         "pipeline:no-cardinal", "pipeline:no-opposites", "pipeline:no-risk-factors", "pipeline:no-subtypes",
-        "pipeline:no-against", "pipeline:no-others", "pipeline:no-needs",
+        "pipeline:no-against", "pipeline:no-others", "pipeline:no-needs", "pipeline:no-fold-empty",
         "pipeline:cap=2048", "pipeline:cap=1024"]
 
 
