@@ -605,6 +605,13 @@ class HKI:
         # prior's evidence features read it
         if candidates and extraction is not None and hasattr(ranker, "explained"):
             candidates = self._explain_text_found(candidates, extraction, ranker)
+        # a broader term with nothing of its own goes into a kind of it in the pool, before the pool is cut, so the
+        # next disease takes its place
+        own: dict[str, float] | None = None    # every disease's own KG score (no parent taking over a subtype's)
+        if p.fold_empty_broader and p.relatives_depth > 0 and candidates and ranker is not None and findings_used \
+                and has_subtype_pair(candidates, self.kg, p.relatives_depth, either_way=True):
+            own = self._own_scores(ranker, findings_used, extraction, regions, course, exempt)
+            candidates = fold_empty_broader(candidates, self.kg, own, p.relatives_depth)
         if wide is not p and candidates:
             n_keep = max(10, p.differential_k * 2)
             rescored = self.prior.rescore(candidates, p.prior_weight, monotone=p.prior_monotone)
@@ -612,10 +619,10 @@ class HKI:
             # complication of a known condition, which may yet take the known condition's place (demote_known)
             candidates = rescored[:n_keep] + [c for c in rescored[n_keep:]
                                               if "model" in c.origins or c.concept_id in complications]
-        own: dict[str, float] | None = None    # every disease's own KG score (no parent taking over a subtype's)
         if p.use_subtypes and p.subtype_ratio > 0 and ranker is not None and findings_used and \
                 has_subtype_pair(candidates, self.kg):
-            own = self._own_scores(ranker, findings_used, extraction, regions, course, exempt)
+            if own is None:
+                own = self._own_scores(ranker, findings_used, extraction, regions, course, exempt)
             candidates = name_subtypes_first(candidates, self.kg, own, p.subtype_ratio, p.subtype_standout)
         if candidates and extraction is not None:
             candidates = demote_known(candidates, known, self.kg, p.known_condition_factor,
@@ -630,11 +637,6 @@ class HKI:
             candidates = demote_denied(candidates, extraction.entities, self.kg, p.ruled_out_factor)   # is the disease
         if p.model_first_support > 0 and candidates:
             candidates = keep_model_first(candidates, p.model_first_support)
-        if p.fold_empty_broader and p.relatives_depth > 0 and candidates and ranker is not None and findings_used \
-                and has_subtype_pair(candidates, self.kg, p.relatives_depth, either_way=True):
-            if own is None:
-                own = self._own_scores(ranker, findings_used, extraction, regions, course, exempt)
-            candidates = fold_empty_broader(candidates, self.kg, own, p.relatives_depth)
         if p.relatives_depth > 0 and candidates:
             candidates = mark_relatives(candidates, self.kg, p.relatives_depth, fold=p.fold_relatives)
         sign_of = {h.concept_id: h for h in sign_hits}

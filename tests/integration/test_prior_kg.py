@@ -97,7 +97,9 @@ def test_the_fitted_prior_keeps_or_lifts_influenza_in_the_demo_case(resources, k
     top = on.candidates[_rank(on.candidates, flu) - 1]
     assert "commonness prior +" in top.explanation and "consumer health pages (MedlinePlus" in top.explanation
     assert 0.5 < sum(c.score for c in on.candidates) <= 1.001    # softmax shares of the pool of 20, top 10 kept
-    assert len(on.candidates) == len(off.candidates) == 10
+    # with the prior the fold of an empty broader term runs on the wider pool before the cut, so ten are kept; without
+    # it the fused list is already cut at ten, and a folded term leaves it one shorter (subtypes.fold_empty_broader)
+    assert len(on.candidates) == 10 and 9 <= len(off.candidates) <= 10
 
 
 def test_prior_weight_zero_is_the_fusion_order(resources):
