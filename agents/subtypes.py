@@ -132,39 +132,28 @@ def fold_empty_broader(candidates: list[Candidate], kg: Any, own: dict[str, floa
     knowledge-graph score in ``own`` (no parent taking over a subtype's findings) is zero, ranked only by speaking for
     a subtype ("paranasal sinus disease" for sinusitis, "pancreas disease" for pancreatitis). Listed beside that kind
     it names the same diagnosis again, vaguer; it is folded into the best-placed kind of it (``is_a`` up to ``depth``
-    steps below it), which takes the better of the two places and lists it in ``also``. A candidate the language
-    model proposed is never folded."""
+    steps below it, itself not such a term), which takes the better of the two places and lists it in ``also``. A
+    candidate the language model proposed is never folded."""
     if len(candidates) < 2 or depth <= 0:
         return candidates
-    below: dict[int, int] = {}          # index of an empty broader term -> index of its best-placed kind
-    for i, c in enumerate(candidates):
-        if not c.origins or set(c.origins) - set(borrowed) or own.get(c.concept_id, 0.0) > 0.0:
-            continue
-        for j, d in enumerate(candidates):
-            if j != i and j not in below and c.concept_id in kg.ancestors(d.concept_id, depth):
-                below[i] = j
-                break
-    if not below:
+    empty = {i for i, c in enumerate(candidates)
+             if c.origins and not set(c.origins) - set(borrowed) and own.get(c.concept_id, 0.0) <= 0.0}
+    into: dict[int, int] = {}           # an empty broader term -> its best-placed kind that holds evidence
+    for i in empty:
+        j = next((j for j, d in enumerate(candidates)
+                  if j not in empty and candidates[i].concept_id in kg.ancestors(d.concept_id, depth)), None)
+        if j is not None:
+            into[i] = j
+    if not into:
         return candidates
-    into: dict[int, list[int]] = {}
-    for i, j in below.items():
-        while j in below:               # a broader term's kind that is itself folded: into that one's kind
-            j = below[j]
-        into.setdefault(j, []).append(i)
     out: list[Candidate] = []
     placed: set[int] = set()
-    for i, c in enumerate(candidates):
-        if i in placed:
+    for i in range(len(candidates)):
+        j = into.get(i, i)              # a folded term's place goes to its kind, if that is not yet listed
+        if j in placed:
             continue
-        j = i
-        if i in below:
-            j = below[i]
-            while j in below:
-                j = below[j]
-            if j in placed:
-                continue
         k = candidates[j]
-        parts = [candidates[x] for x in into.get(j, ())]
+        parts = [candidates[x] for x in sorted(into) if into[x] == j]
         if parts:
             note = "also covers " + ", ".join(f"{x.name} (a broader term)" for x in parts)
             k = k.model_copy(update={"score": max([k.score, *(x.score for x in parts)]),
@@ -172,7 +161,6 @@ def fold_empty_broader(candidates: list[Candidate], kg: Any, own: dict[str, floa
                                      "explanation": f"{k.explanation}; {note}" if k.explanation else note})
         out.append(k)
         placed.add(j)
-        placed.update(into.get(j, ()))
     return out
 
 
