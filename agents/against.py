@@ -52,6 +52,8 @@ class AgainstSpec(BaseModel):
     diseases: list[NamedConcept] = Field(min_length=1)
     kinds: bool = True                                          # the diseases' kinds too (is_a up to kind_depth)
     kind_depth: int = Field(DISEASE_DEPTH, ge=1, le=30)
+    counts: int = Field(1, ge=1, le=MAX_RULES)  # as how many rules it counts: 2 for a finding the disease's definition
+                                                # excludes (a deficit that persists is no transient attack)
     reason: str
     citation: str
 
@@ -187,7 +189,8 @@ class AgainstFindings:
     def demote(self, candidates: list[Candidate], extraction: Extraction | None, text: str,
                factor: float) -> list[Candidate]:
         """The ranked candidates with each one a stated finding argues against marked (``demoted``: "against: ...")
-        and its score multiplied by ``factor`` once per rule (at most :data:`MAX_RULES` times), back in score order
+        and its score multiplied by ``factor`` once per rule (a rule's ``counts`` times; at most :data:`MAX_RULES` times
+        in all), back in score order
         (stable; ``factor`` 1: marked only, order kept). None is dropped."""
         if not candidates:
             return candidates
@@ -196,7 +199,8 @@ class AgainstFindings:
             return candidates
         found = {c.concept_id: f for c in candidates if (f := self.against(c.concept_id, hits))}
         why = {cid: "; ".join(h.why for h in f) for cid, f in found.items()}
-        return move_down(candidates, why, {cid: factor ** min(len(f), MAX_RULES) for cid, f in found.items()})
+        return move_down(candidates, why, {cid: factor ** min(sum(h.spec.counts for h in f), MAX_RULES)
+                                           for cid, f in found.items()})
 
 
 def _stated(pattern: re.Pattern | None, text: str) -> re.Match | None:

@@ -49,6 +49,10 @@ _RELATIVE_SEX = {"son": "male", "grandson": "male", "husband": "male", "father":
                  "boy": "male", "girl": "female", "child": None, "kid": None, "baby": None, "infant": None,
                  "toddler": None, "partner": None, "spouse": None}
 _AGE_WORD = r"\d{1,3}(?:\.\d+)?[\s-]*(?:years?|yrs?|months?|mos?|weeks?|wks?|days?)[\s-]*old"
+# how an opening describes the child it is about ("A 5-year-old unvaccinated child", "a previously healthy boy")
+_STATE_WORD = (r"(?:previously\s+|otherwise\s+|fully\s+)?(?:healthy|well|unvaccinated|unimmuni[sz]ed|vaccinated|"
+               r"immuni[sz]ed|febrile|afebrile|sick|ill|unwell|irritable|lethargic|fussy|obese|overweight|thin|"
+               r"premature|preterm|term|breast-?fed|bottle-?fed|adopted)")
 # the informant's words are ConText's (agents.nlp), with the forms an opening needs besides ("Parents ... report",
 # "Mom says", "is worried")
 _INFORMANT_VERB = "|".join(v.replace(" ", r"\s+") for v in sorted(
@@ -64,7 +68,7 @@ _OPENING_RELATIVE = re.compile(
     # "his/her/their" only after an informant ("His mother has asthma": the patient is "he", the mother family)
     r"(?:(?:my|our|a|an|the)\s+|(?(informant)(?:his|her|their)\s+))?"
     r"(?:(?:" + _AGE_WORD + r"|little|baby|infant|newborn|teenage|young|adult|elderly|older|younger|eldest|youngest|"
-    r"oldest)[\s,]+){0,2}(?P<who>" + "|".join(_RELATIVE_SEX) + r")\b"
+    r"oldest|" + _STATE_WORD + r")[\s,]+){0,3}(?P<who>" + "|".join(_RELATIVE_SEX) + r")\b"
     # not the informant ("My wife noticed that I ..."), unless one was named first ("Parents of a girl report ...")
     r"(?!['’]s)(?(informant)|(?!\s+(?:" + _INFORMANT_VERB + r")\b))", re.I)
 _CHILDREN = frozenset({"son", "daughter", "child", "kid", "grandson", "granddaughter", "boy", "girl", "baby", "infant",

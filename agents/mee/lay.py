@@ -108,7 +108,7 @@ _ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+
 # them ("hot, swollen and exquisitely tender")
 # (the grades are listed, not any "-ly" word: a pattern that opens on "\w+ly" is tried at every word of every text)
 _GRADE = (r"(?:exquisitely|extremely|very|markedly|mildly|slightly|severely|intensely|moderately|quite|really|acutely|"
-          r"increasingly|exceedingly|visibly|diffusely|painfully)\s+")
+          r"increasingly|exceedingly|visibly|diffusely|painfully|too)\s+")
 _STATE = (rf"(?:{_GRADE})?(?:red(?:dened)?|hot|warm|tender|painful|sore|swollen|erythematous|inflamed|stiff|puffy|firm|"
           r"tense|shiny)")
 _SEP = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+)"
@@ -148,6 +148,8 @@ def expand(form: str, part: str) -> str:
             rf"(?:\s+and\s+{_WITH})?\s+(?:in|on|around|at|behind|over|of)\s+"
             rf"{_OWNER}{_SIDE}{p}\b(?!\s+of\b)",    # "pain in the back", not "... the back of the head"
             rf"\b(?:sore|painful|aching|achy|throbbing){_ALSO}{_SIDE}{p}\b(?!\s+of\b)",
+            # "woke with his big toe hot, swollen and too painful to touch": the part and its states after "with"
+            rf"\bwith\s+{_OWNER}{_SIDE}{p}\s+{_RUN}(?:{_GRADE})?(?:sore|painful|tender){_RUN_AFTER}\b",
             rf"\b{p}\s?(?:aches?|pains?|discomfort|soreness)\b",    # "back discomfort", "chest discomfort"
         ))
     if form == "swelling":
@@ -157,6 +159,8 @@ def expand(form: str, part: str) -> str:
             rf"\b(?:swollen|swelled|puffy|bulging){_ALSO}{_SIDE}{p}\b",    # "a swollen, tender left calf"
             rf"\b{_OWNER}{_SIDE}{p}\s+{_ADV}{{0,2}}(?:swell(?:s|ed|ing)?(?:\s+up)?|(?:ha(?:ve|s|d)\s+)?swollen|"
             rf"{_BE}\s+{_ADV}{{0,2}}{_RUN}(?:swollen|puffy|bulging|swelling(?:\s+up)?){_RUN_AFTER})\b",
+            # "woke with his big toe red, hot and swollen": the part and its states after "with", no verb
+            rf"\bwith\s+{_OWNER}{_SIDE}{p}\s+{_RUN}(?:swollen|puffy|bulging){_RUN_AFTER}\b",
             rf"\b{p}\s+swelling\b",
             rf"\bswelling\s+{p}\b",
         ))

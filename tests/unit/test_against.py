@@ -102,6 +102,17 @@ def test_two_rules_weigh_twice_and_no_more(table):
     assert "all over her body" in by_id["DOID:8536"].demoted
 
 
+def test_a_rule_the_definition_makes_counts_twice(table):
+    # a transient ischaemic attack is a deficit that resolves: its rule counts as two, so a persisting deficit puts
+    # the stroke first even when the commonness re-ranking put the attack far ahead
+    ranked = _ranked(("DOID:224", 0.75), ("DOID:0051062", 0.04))
+    text = "Weakness of the right arm and slurred speech for three hours; it has not improved."
+    out = table.demote(ranked, None, text, 0.1)
+    assert [c.concept_id for c in out] == ["DOID:0051062", "DOID:224"]
+    assert out[1].score == pytest.approx(0.0075)
+    assert table.demote(ranked, None, "Slurred speech for 20 minutes, now resolved.", 0.1) == ranked
+
+
 def test_an_unless_finding_stops_the_rule_and_kinds_can_be_left_out(table):
     constipation = Entity(text="constipation", category="symptom", concept_id="HP:0002019")
     diarrhoea = Entity(text="diarrhoea", category="symptom", concept_id="HP:0002014")
@@ -171,6 +182,7 @@ def test_a_stated_warning_finding_stops_the_cancer_rule(table):
     ("exanthem-without-rash", "Bright red cheeks like a slapped cheek in a 6-year-old.", False),
     ("exanthem-without-rash", "Fever and sores in the mouth and on the hands.", False),
     ("exanthem-without-rash", "Fever and a headache; no rash.", True),                     # denied
+    ("exanthem-without-rash", "Burning on passing urine and lower abdominal pain.", True),  # shingles too
     ("kawasaki-without-fever", "Red eyes, cracked lips and swollen hands in a 3-year-old.", True),
     ("kawasaki-without-fever", "Five days of high fever, red eyes and cracked lips in a 3-year-old.", False),
     ("kawasaki-without-fever", "A temperature of 39.5 for six days and a strawberry tongue.", False),
@@ -185,9 +197,18 @@ def test_a_stated_warning_finding_stops_the_cancer_rule(table):
     ("coronary-without-cardiac-symptom", "A tight pressure in the chest when he climbs the stairs.", False),
     ("coronary-without-cardiac-symptom", "Short of breath on exertion and tired for months.", False),
     ("coronary-without-cardiac-symptom", "Nausea and a cold sweat, with pain in the left arm and jaw.", False),
+    ("anaemia-disease-without-anaemia", "Bruises and petechiae in a well 7-year-old; platelets 12,000.", True),
+    ("anaemia-disease-without-anaemia", "Confusion, fever, low platelets and schistocytes on the smear.", False),
+    ("anaemia-disease-without-anaemia", "Petechiae, a haemoglobin of 7.9 g/dL and a raised LDH.", False),
+    ("tia-without-resolution", "Weakness of the left arm and a drooping face since this morning.", True),
+    ("tia-without-resolution", "Slurred speech for three hours; it has not improved.", True),          # denied
+    ("tia-without-resolution", "Her right hand went numb for 20 minutes this morning.", False),
+    ("tia-without-resolution", "Sudden loss of speech that resolved completely within an hour.", False),
+    ("tia-without-resolution", "Two episodes of losing vision in one eye like a curtain coming down.", False),
 ])
 def test_a_disease_named_by_a_finding_needs_it(table, rule, text, fires):
     """Rules that fire unless the finding the disease's case definition or criteria require is stated: eclampsia's
     seizure, the exanthems' rash, Kawasaki disease's fever, Behcet's disease's mouth ulcers, shingles' pain, coronary
-    artery disease's chest, breathing, heart or exertional symptom."""
+    artery disease's chest, breathing, heart or exertional symptom, a transient ischaemic attack's resolution, a
+    thrombotic thrombocytopenic purpura's haemolysis."""
     assert (rule in {h.spec.id for h in table.fired(None, text)}) is fires, text

@@ -153,6 +153,8 @@ def test_a_relative_who_tells_the_story_is_no_family_history(text, mee):
     "A mother brings her 3-year-old son because of a barking cough and stridor.",
     "Parents of a 2-year-old girl report that she has a barking cough and stridor.",
     "Mother reports that her daughter has a barking cough and stridor.",
+    "A 5-year-old unvaccinated child has a barking cough and stridor.",
+    "A previously healthy 3-year-old boy has a barking cough and stridor.",
 ])
 def test_the_relative_a_presentation_opens_with_is_the_patient(text, mee):
     """A parent speaking for a child, or a clinician's "Child of 4 with ...": the child is the patient, so the
