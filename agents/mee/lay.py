@@ -15,7 +15,8 @@ such expressions to the concept the vocabulary would have found for the clinical
 ``swelling``
     the pattern names a body part; "swelling in (my) P", "swollen/swelled/puffy P", "my P is swollen / swells / has been
     swelling", "P swelling" and "swelling P" give the finding. An examiner's description of a joint or a limb is
-    read whole: "a hot, swollen, exquisitely painful P", "my P is red and swollen", "pain and swelling in P",
+    read whole: "a hot, swollen, exquisitely painful P", "my P is red and swollen", "woke with his P red, hot, swollen
+    and too painful to touch", "pain and swelling in P",
     "swelling and tenderness of P" give the swelling and the pain over one span, so both findings are kept; parts
     said to swell together ("my knees and ankles are swollen") each give their own row's finding;
 ``lesion``
