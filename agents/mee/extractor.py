@@ -713,6 +713,15 @@ _MISREADS: tuple[tuple[frozenset[str], re.Pattern | None, re.Pattern | None], ..
     (frozenset({"pale"}),
      re.compile(r"\b(?:lesions?|rash(?:es)?|spots?|patch(?:es)?|macules?|papules?|plaques?|sores?)\s*\(\s*"
                 r"(?:[\w -]+,\s*)*$", re.I), None),
+    # what makes a pain worse ("worse on coughing", "pain increased with sneezing") is no complaint of its own
+    (frozenset({"cough", "coughing", "coughs", "sneezing", "sneeze", "sneezes", "straining"}),
+     re.compile(r"\b(?:worse|worsens?|worsened|worsening|aggravated|increased|exacerbated|made\s+worse|provoked|"
+                r"brought\s+on|hurts?|hurting)\s+(?:\w+\s+)?(?:on|with|when|by|during|while)\s+$", re.I), None),
+    # a medicine ("blood thinners") and a fuel ("their gas boiler") are no thinness and no flatulence
+    (frozenset({"thinners", "thinner"}), re.compile(r"\bblood[\s-]+$", re.I), None),
+    (frozenset({"gas"}), re.compile(r"\b(?:natural|cooking|bottled|propane|butane|nerve|tear)\s+$", re.I),
+     re.compile(r"^\s+(?:boilers?|heaters?|heating|fires?|stoves?|cookers?|leaks?|appliances?|furnaces?|fumes|"
+                r"cylinders?|canisters?|supply|mains|meters?|central\s+heating)\b", re.I)),
 )
 
 
