@@ -110,6 +110,9 @@ PERSISTENCE_PHRASES: tuple[str, ...] = (
     "does not get better", "not getting better", "won't quit", "no matter what",
     "can't stop", "cannot stop", "can not stop", "couldn't stop", "could not stop", "can't seem to stop",
     "can't quit", "can't seem to shake", "cannot shake", "can't seem to get over", "can't get over",
+    # a treatment that has not worked: "anaemia that has not responded to tablets and an itchy rash" denies no rash
+    "not responded", "hasn't responded", "haven't responded", "didn't respond", "not respond", "not improved",
+    "hasn't improved", "didn't improve", "not improve", "not helped", "hasn't helped", "didn't help", "not help",
 )
 
 # Phrases saying the patient cannot do something: an inability is a complaint ("not able to breathe properly"), not
@@ -172,6 +175,13 @@ OTHER_PERSONS: tuple[str, ...] = (
     "schoolmate", "schoolmates", "teammate", "teammates", "cellmate", "cellmates", "friend", "friends", "neighbor",
     "neighbors", "neighbour", "neighbours", "boss", "employer", "tenant", "landlord",
 )   # (not a caregiver or a babysitter: they bring the patient and tell the story)
+# The patient as the first of a joint subject ("a woman and her husband both ..."), and the people beside them.
+PATIENT_NOUNS: tuple[str, ...] = ("i", "he", "she", "man", "woman", "boy", "girl", "patient", "child", "baby",
+                                  "infant", "toddler", "teenager", "student", "gentleman", "lady")
+HOUSEHOLD: tuple[str, ...] = (
+    "husband", "wife", "partner", "spouse", "son", "daughter", "sons", "daughters", "children", "kids", "child",
+    "baby", "brother", "sister", "brothers", "sisters", "mother", "father", "parents", "family", "twin", "boyfriend",
+    "girlfriend", "roommate", "roommates", "housemate", "housemates", "flatmate", "flatmates", "friend", "friends")
 OTHER_PERSON_VERBS: tuple[str, ...] = (
     "has", "had", "have", "is", "was", "were", "are", "with", "got", "caught", "developed", "recently", "also",
     "just", "tested", "diagnosed", "died", "came", "returned", "suffers", "suffered",
@@ -320,6 +330,16 @@ def build_pipeline(pipeline: str = "blank", *, sentences: str = "rules") -> Lang
             owner, relative, {"LOWER": {"IN": list(INFORMANT_VERBS)}}]),
         ConTextRule("according to <relative>", "PSEUDO", direction="PSEUDO", pattern=[
             {"LOWER": "according"}, {"LOWER": "to"}, owner, relative]),
+    ])
+    # the patient among the people named: "a family of four all have headaches", "a woman and her husband both have
+    # vomiting" (a household's shared illness is the patient's too; "her husband has HIV" stays another's)
+    context.add([
+        ConTextRule("a family of <count>", "PSEUDO", direction="PSEUDO", pattern=[
+            {"LOWER": {"IN": ["a", "the", "whole", "entire"]}}, {"LOWER": "family"}, {"LOWER": "of"},
+            {"LOWER": {"REGEX": _COUNT_WORD}}]),
+        ConTextRule("<patient> and <possessive> <person>", "PSEUDO", direction="PSEUDO", pattern=[
+            {"LOWER": {"IN": list(PATIENT_NOUNS)}}, {"LOWER": "and"}, {"LOWER": {"IN": ["his", "her", "my", "their"]}},
+            {"LOWER": {"IN": list(HOUSEHOLD)}}]),
     ])
     # another person's condition: "her boyfriend has HIV", "a coworker who was diagnosed with tuberculosis"
     # (to the sentence's end or the patient's own words, below; medspaCy's max_scope is a window across sentences)

@@ -104,6 +104,23 @@ def known_conditions_span(text: str) -> tuple[int, int] | None:
     return m.span("known")
 
 
+# "on day 6 of co-amoxiclav for pneumonia", "being treated for tuberculosis": a disease under treatment is a known
+# one — context, not a finding of what the patient has now (the diarrhoea that follows). The span runs from "for" to
+# the clause's end; only disease names in it are taken, so "taking paracetamol for the fever" keeps the fever. Not the
+# reason for an admission: "admitted with an asthma exacerbation" is often the present illness.
+_TREATED_FOR = re.compile(
+    r"\b(?:(?:treated|treating|treatment|(?:chemo|radio)?therapy|antibiotics)(?:\s+(?:with|on)\s+[\w-]+(?:\s+[\w-]+)?)?|"
+    r"on\s+day\s+\d+\s+of\s+[\w-]+(?:\s+[\w-]+)?)\s+for\s+"
+    r"(?P<known>[^.;:,()]{3,80}?)(?=\s*(?:[.;:,()]|$|\b(?:and|but|who|which|when|now|since|has|had|is|was|"
+    r"presents|developed|develops|\d+\s+\w+\s+ago|last|this)\b))", re.I)
+
+
+def treated_conditions_spans(text: str) -> list[tuple[int, int]]:
+    """The character spans of the conditions a presentation says are under treatment (``_TREATED_FOR``): "on day 6 of
+    co-amoxiclav for pneumonia", "being treated for tuberculosis"."""
+    return [m.span("known") for m in _TREATED_FOR.finditer(text)]
+
+
 # Adjectives that "non-" denies ("non-pruritic", "nonbloody", "non-tender"): the names the vocabulary gives with
 # "non-" ("non-pitting edema", "non-fluent aphasia", "non-Hodgkin lymphoma") are not among them, and neither is
 # "blanching" ("a non-blanching rash" is petechiae, a lay-table row), and neither is "productive" (a nonproductive
@@ -290,7 +307,7 @@ class MEE:
         # "temp 101 F" is a temperature, not a 101-year-old woman: demographics are read around the measurements
         age, sex, demo_spans = find_age_sex(mask(text, [(r.start, r.end) for r in vitals + labs]))
         durations = find_durations(text)
-        known = known_conditions_span(text)
+        known = [k for k in [known_conditions_span(text)] if k] + treated_conditions_spans(text)
         # "non-pruritic papules", "non-bloody diarrhoea": the word after "non-" is no finding of its own, and the
         # phrase it starts is read without it (papules; diarrhoea, not bloody diarrhoea)
         denied_words = [(m.start(), m.end()) for m in _NON_PREFIXED.finditer(text)]
@@ -350,8 +367,8 @@ class MEE:
             # a relative's condition is not the patient's past history
             historical = flags.get("is_historical", False) and not family
             ids = meta.get("ids") or []
-            if known and known[0] <= ent.start_char and ent.end_char <= known[1] and self._names_a_disease(ids):
-                historical = True               # a known condition of the opening ("a woman with asthma has ...")
+            if any(a <= ent.start_char and ent.end_char <= b for a, b in known) and self._names_a_disease(ids):
+                historical = True               # a known condition ("a woman with asthma has ...", "treated for TB")
             cid = self._pick(ids, history=historical or family) if ids else None
             concept = self.lexicon.concepts.get(cid) if cid else None
             category: Category = meta.get("category") or (

@@ -104,7 +104,7 @@ _NOT_SKIN = re.compile(r"\b(?:dental|pleural|atherosclerotic|atheromatous|arteri
                        re.I)
 _OWNER = r"(?:my|the|his|her|their|your|both|both\s+of\s+my)\s+"
 _SIDE = r"(?:(?:left|right|lower|upper|whole|entire|inner|outer|anterior|posterior|lateral|medial|front)\s+)?"
-_ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|always|often|sometimes|a\s+bit|a\s+lot|more|too)\s+)"
+_ADV = r"(?:(?:\w+ly|really|so|very|quite|also|still|now|always|often|sometimes|a\s+bit|a\s+lot|more|too)\s+)"
 # how a joint or a limb looks and feels, each word perhaps graded ("exquisitely tender"), and the separators of a run of
 # them ("hot, swollen and exquisitely tender")
 # (the grades are listed, not any "-ly" word: a pattern that opens on "\w+ly" is tried at every word of every text)

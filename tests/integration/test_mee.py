@@ -167,6 +167,22 @@ def test_the_known_conditions_of_the_opening_are_history_not_findings(mee):
     assert known_conditions_span("Fever and cough for 3 days in a man with hypertension who has asthma.") is None
 
 
+def test_a_disease_under_treatment_is_known_and_a_treated_complaint_is_not(mee):
+    """"On day 6 of co-amoxiclav for pneumonia ... watery diarrhoea": the pneumonia is known (context), the diarrhoea
+    is the illness; "paracetamol for the fever" keeps the fever, and an admission's reason stays the illness."""
+    from agents.mee.extractor import treated_conditions_spans
+
+    text = "A 74-year-old woman on day 6 of co-amoxiclav for pneumonia has watery diarrhoea."
+    assert treated_conditions_spans(text) == [(text.index("pneumonia"), text.index(" has"))]
+    ex = mee.extract(text)
+    assert by_text(ex, "pneumonia").historical and not by_text(ex, "diarrhoea").historical
+    ex = mee.extract("A man being treated for tuberculosis develops jaundice and vomiting.")
+    assert by_text(ex, "tuberculosis").historical and not by_text(ex, "jaundice").historical
+    ex = mee.extract("She took paracetamol for the fever and now has a cough.")
+    assert not by_text(ex, "fever").historical
+    assert treated_conditions_spans("She was admitted with pneumonia and has a cough.") == []
+
+
 def test_document_defined_abbreviation_wins_over_map(mee):
     # "CP" is chest pain in the clinical map, but this text defines it as cerebral palsy
     ex = mee.extract("Child with cerebral palsy (CP) and seizures. CP diagnosed at age 2.")

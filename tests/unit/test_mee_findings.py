@@ -227,6 +227,32 @@ def test_another_persons_findings_stay_theirs_within_their_clause(text, mee):
     assert all(e.family for e in by_concept(ex, "DOID:2841"))
 
 
+@pytest.mark.parametrize("text", [
+    "A family of four all have wheezing since the weekend.",
+    "A 30-year-old woman and her husband both have wheezing.",
+    "She and her mother have wheezing after the fire.",
+])
+def test_a_household_sharing_the_complaint_includes_the_patient(text, mee):
+    """The patient named first in a joint subject, or a family as the subject, has the complaint too."""
+    assert [e.family for e in by_concept(mee.extract(text), "SYMP:0000604")] == [False]
+
+
+@pytest.mark.parametrize("text", [
+    "Her whole family has wheezing.",
+    "His mother and his sister have wheezing.",
+])
+def test_relatives_as_the_subject_stay_family(text, mee):
+    assert [e.family for e in by_concept(mee.extract(text), "SYMP:0000604")] == [True]
+
+
+@pytest.mark.parametrize("text", [
+    "Her cough has not responded to inhalers and she has wheezing at night.",
+    "The cough did not improve with antibiotics and now she has wheezing.",
+])
+def test_a_treatment_that_did_not_work_denies_nothing_after_it(text, mee):
+    assert [e.negated for e in by_concept(mee.extract(text), "SYMP:0000604")] == [False]
+
+
 def test_past_and_present_mentions_of_one_concept_are_both_kept(mee):
     ex = mee.extract("History: heart failure.\nNow presents with heart failure and cough.")
     hf = by_concept(ex, "SYMP:0000292")
