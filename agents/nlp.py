@@ -175,13 +175,13 @@ OTHER_PERSONS: tuple[str, ...] = (
     "schoolmate", "schoolmates", "teammate", "teammates", "cellmate", "cellmates", "friend", "friends", "neighbor",
     "neighbors", "neighbour", "neighbours", "boss", "employer", "tenant", "landlord",
 )   # (not a caregiver or a babysitter: they bring the patient and tell the story)
-# The patient as the first of a joint subject ("a woman and her husband both ..."), and the people beside them.
+# The patient as the first of a joint subject ("a woman and her husband both ..."), and the people beside them: the
+# relatives and the other persons above, and the close family they leave out.
 PATIENT_NOUNS: tuple[str, ...] = ("i", "he", "she", "man", "woman", "boy", "girl", "patient", "child", "baby",
                                   "infant", "toddler", "teenager", "student", "gentleman", "lady")
-HOUSEHOLD: tuple[str, ...] = (
+HOUSEHOLD: tuple[str, ...] = INFORMANT_RELATIVES + OTHER_PERSONS + (
     "husband", "wife", "partner", "spouse", "son", "daughter", "sons", "daughters", "children", "kids", "child",
-    "baby", "brother", "sister", "brothers", "sisters", "mother", "father", "parents", "family", "twin", "boyfriend",
-    "girlfriend", "roommate", "roommates", "housemate", "housemates", "flatmate", "flatmates", "friend", "friends")
+    "baby", "brothers", "sisters", "family", "twin")
 OTHER_PERSON_VERBS: tuple[str, ...] = (
     "has", "had", "have", "is", "was", "were", "are", "with", "got", "caught", "developed", "recently", "also",
     "just", "tested", "diagnosed", "died", "came", "returned", "suffers", "suffered",
